@@ -1,0 +1,124 @@
+"""Building a resolved network into a torch module that checks what resolution could not."""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+from torch import nn
+
+from .errors import StackError
+from .network import Network
+from .resolve import propagate
+from .shapes import COMPUTE_DTYPES, dtype_class, format_shape
+
+_CHECKED_SHAPES_KEPT = 256
+
+
+def pick_device(device: str | torch.device | None = "auto") -> torch.device:
+    """``"auto"`` (or ``None``) picks cuda, then mps, then cpu; anything else is checked."""
+    if device is None or device == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    try:
+        chosen = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise StackError("E_ARG", f"{device!r} is not a device",
+                         hint="use auto, cpu, cuda or mps") from err
+    available = {"cpu": True, "cuda": torch.cuda.is_available(),
+                 "mps": bool(getattr(torch.backends, "mps", None)) and torch.backends.mps.is_available()}
+    if not available.get(chosen.type, False):
+        raise StackError("E_ARG", f"device {chosen.type!r} is not available on this machine",
+                         hint="use auto (picks the best available) or cpu")
+    return chosen
+
+
+class StackModule(nn.Module):
+    """The built stack: one submodule per node, named after it, applied in order.
+
+    ``forward`` first checks the input (its dtype class, its shape against every op and
+    the symbolic requirements such as ``T <= 32``) and raises `StackError`; a shape that
+    passed once is remembered, so the check costs a dict lookup on later calls.
+    """
+
+    def __init__(self, network: Network, layers: list[tuple[str, nn.Module]]):
+        super().__init__()
+        self.network = network
+        for name, layer in layers:
+            self.add_module(name, layer)
+        self._checked_shapes: set[tuple[int, ...]] = set()
+
+    def use_network(self, network: Network) -> "StackModule":
+        """Serve a re-resolved ``network`` (e.g. a longer input) with the same parameters."""
+        mine = {k: tuple(v.shape) for k, v in self.named_parameters()}
+        if network.state_shapes() != mine or [n.name for n in network.nodes] != list(self._modules):
+            raise StackError("E_SHAPE", "this network does not have the parameters of the built "
+                             "model (other ops, names or sizes)",
+                             hint="re-resolve the same stack with another length, keeping the "
+                                  "feature sizes, or build the new network")
+        self.network = network
+        self._checked_shapes = set()
+        return self
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self._check_input(x)
+        for layer in self._modules.values():
+            x = layer(x)
+        return x
+
+    def _check_input(self, x: torch.Tensor) -> torch.Tensor:
+        network = self.network
+        if not isinstance(x, torch.Tensor):
+            raise StackError("E_VALUE", f"the model takes a tensor, not {type(x).__name__}",
+                             hint="pass a torch.Tensor")
+        if dtype_class(network.input_dtype) == "index":
+            if x.is_floating_point() or x.is_complex() or x.dtype == torch.bool:
+                raise StackError("E_DTYPE", f"the model takes integer token ids, not {x.dtype}",
+                                 hint="pass a torch.long (int64) tensor of ids")
+        elif not x.is_floating_point():
+            raise StackError("E_DTYPE", f"the model takes floating-point values, not {x.dtype}",
+                             hint=f"convert with x.to(torch.{network.dtype})")
+        elif x.dtype != COMPUTE_DTYPES[network.dtype]:
+            x = x.to(COMPUTE_DTYPES[network.dtype])
+        shape = tuple(x.shape)
+        if shape not in self._checked_shapes:
+            self._check_shape(shape)
+            if len(self._checked_shapes) >= _CHECKED_SHAPES_KEPT:
+                self._checked_shapes.clear()
+            self._checked_shapes.add(shape)
+        return x
+
+    def _check_shape(self, shape: tuple[int, ...]) -> None:
+        network = self.network
+        if len(shape) != len(network.input_shape):
+            raise StackError("E_SHAPE", f"the model takes inputs like {format_shape(network.input_shape)}"
+                             f", but got {format_shape(shape)}",
+                             hint=f"pass a tensor of {len(network.input_shape)} dims")
+        bound = [(n.index, n.name, n.spec, n.args, n.call) for n in network.nodes]
+        nodes, _, _ = propagate(bound, shape, network.input_dtype, network.dtype)
+        for built, seen in zip(network.nodes, nodes):
+            if built.params != seen.params:
+                have = ", ".join(f"{k} {list(s)}" for k, s in built.params)
+                need = ", ".join(f"{k} {list(s)}" for k, s in seen.params)
+                raise built.call.error(
+                    "E_SHAPE", f"{built.name} was built with {have}, but an input of "
+                    f"{format_shape(shape)} needs {need}", node=built.name,
+                    hint=f"feed inputs like {format_shape(network.input_shape)}, or build a "
+                         "new model for this shape")
+
+
+def build(network: Network, seed: int | None = None,
+          device: str | torch.device | None = None) -> StackModule:
+    """Construct the modules of ``network`` in order; see `Network.build`."""
+    rng = torch.random.fork_rng(devices=[]) if seed is not None else contextlib.nullcontext()
+    with rng:
+        if seed is not None:
+            torch.manual_seed(seed)
+        layers = [(node.name, node.spec.module(node.env, network.dtype)) for node in network.nodes]
+    model = StackModule(network, layers)
+    if device is not None:
+        model.to(pick_device(device))
+    return model

@@ -1,0 +1,106 @@
+"""The one error type of stacklab.
+
+Every problem a user can cause (a typo in the stack, a shape that does not fit, a token
+id outside the vocabulary) is a `StackError` with a code from a small fixed table, the
+place it happened and a fix. The message shows the offending source line with a caret,
+in the manner of lark's and einops' parse errors.
+"""
+
+from __future__ import annotations
+
+CODES = {
+    "E_PARSE": "the text is not a valid stack, or exceeds an input bound",
+    "E_UNKNOWN_OP": "no op by that name",
+    "E_ARG": "a missing, extra, duplicated or mistyped argument, or one outside its range",
+    "E_SHAPE": "the incoming shape does not fit the op's port pattern",
+    "E_DTYPE": "the incoming dtype does not fit the port",
+    "E_CONSTRAINT": "a relation between shapes and arguments fails",
+    "E_BUDGET": "the network would exceed the memory budget",
+    "E_VALUE": "run-time data is invalid",
+}
+
+
+class StackError(ValueError):
+    """A user-facing error: a code, a place, the op involved and a fix.
+
+    Attributes:
+        code: one of `CODES` (``"E_PARSE"``, ``"E_SHAPE"``, ...).
+        message: what went wrong, in one sentence.
+        line, col: 1-based position in the source, or ``None`` when not tied to it.
+        node: the node name (``"n1"``) or ``None``.
+        op: the op name (``"pos_embed"``) or ``None``.
+        hint: how to fix it.
+        source_line: the text of the offending line, for the caret display.
+        span: how many characters the caret underlines.
+    """
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        line: int | None = None,
+        col: int | None = None,
+        node: str | None = None,
+        op: str | None = None,
+        hint: str = "",
+        source_line: str | None = None,
+        span: int = 1,
+    ):
+        assert code in CODES, code
+        self.code = code
+        self.message = message
+        self.line = line
+        self.col = col
+        self.node = node
+        self.op = op
+        self.hint = hint
+        self.source_line = source_line
+        self.span = max(1, span)
+        super().__init__(self._render())
+
+    @property
+    def place(self) -> str:
+        """Where the error is, in words: ``line 2, col 1 (n1 pos_embed)``."""
+        parts = []
+        if self.line is not None:
+            parts.append(f"line {self.line}, col {self.col}" if self.col else f"line {self.line}")
+        who = " ".join(p for p in (self.node, self.op) if p)
+        if who:
+            parts.append(f"({who})" if parts else who)
+        return " ".join(parts) or "input"
+
+    def _render(self) -> str:
+        text = f"{self.code} at {self.place}: {self.message}"
+        if self.source_line is not None and self.line is not None:
+            gutter = f"{self.line:>5} | "
+            shown = _printable(self.source_line)
+            text += f"\n{gutter}{shown}"
+            if self.col:
+                caret_at = len(_printable(self.source_line[: self.col - 1]))
+                width = len(_printable(self.source_line[self.col - 1 : self.col - 1 + self.span]))
+                text += "\n" + " " * (len(gutter) + caret_at) + "^" * max(1, width)
+        if self.hint:
+            text += f"\nfix: {self.hint}"
+        return text
+
+    def to_dict(self) -> dict:
+        """A JSON-able form, for the CLI's ``--json`` and the app."""
+        return {
+            "code": self.code,
+            "message": self.message,
+            "line": self.line,
+            "col": self.col,
+            "node": self.node,
+            "op": self.op,
+            "hint": self.hint,
+        }
+
+
+_SHOWN_LINE_CHARS = 200
+
+
+def _printable(text: str) -> str:
+    """The line as it can be shown in a terminal: control characters escaped, long lines cut."""
+    text = text[:_SHOWN_LINE_CHARS]
+    return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in text)

@@ -1,0 +1,82 @@
+"""attention: multi-head self-attention with a residual connection."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from ..shapes import COMPUTE_DTYPES
+from ..spec import Arg, Constraint, ErrorExample, Example, OpSpec, input_port, output_port, register
+
+
+class Attention(nn.Module):
+    """``out = x + proj(MHSA(x))``: Q, K and V from one fused projection, all with bias."""
+
+    def __init__(self, dim: int, heads: int, causal: bool = False,
+                 dtype: torch.dtype = torch.float32):
+        super().__init__()
+        self.heads = heads
+        self.causal = causal
+        self.qkv = nn.Linear(dim, 3 * dim, dtype=dtype)  # Q, K and V stacked: 3·D² + 3·D
+        self.proj = nn.Linear(dim, dim, dtype=dtype)  # D² + D
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, D) -> (B, T, D)
+        B, T, D = x.shape
+        H = self.heads
+        q, k, v = self.qkv(x).split(D, dim=-1)  # each (B, T, D)
+        q, k, v = (t.view(B, T, H, D // H).transpose(1, 2) for t in (q, k, v))  # (B, H, T, D/H)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)  # (B, H, T, D/H)
+        y = y.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
+        return x + self.proj(y)
+
+    def extra_repr(self) -> str:
+        return f"heads={self.heads}, causal={self.causal}"
+
+
+SPEC = register(OpSpec(
+    name="attention",
+    version=1,
+    category="mixing",
+    summary="Multi-head self-attention added to its input: out = x + MHSA(x).",
+    description=(
+        "Every position looks at every position (or, with causal=true, at itself and the "
+        "earlier ones) and takes a weighted mix of their values:\n\n"
+        "    q, k, v = x @ Wq + bq, x @ Wk + bk, x @ Wv + bv      (split into heads)\n"
+        "    out = x + (softmax(q k^T / sqrt(D / heads)) v) @ Wo + bo\n\n"
+        "The four projections are D x D with a bias each: 4·D² + 4·D parameters (Q, K and V "
+        "are stored as one fused qkv matrix). D must be divisible by heads. Attention by "
+        "itself ignores order; it is the position encoding added before it that lets a "
+        "model tell positions apart."
+    ),
+    inputs=(input_port("x[B, T, D]"),),
+    outputs=(output_port("out[B, T, D]"),),
+    relation="out.shape == x.shape; D % heads == 0",
+    args=(
+        Arg("heads", int, "Number of attention heads; each sees D / heads features.",
+            minimum=1, maximum=4096),
+        Arg("causal", bool, "Let each position attend only to itself and earlier positions.",
+            default=False, positional=False),
+    ),
+    static=("D",),
+    constraints=(Constraint(
+        "D", "divides", "heads",
+        message="D={D} features cannot be split evenly into {heads} heads",
+        hint="choose heads that divide {D}, or change D",
+    ),),
+    params=lambda env: {"qkv.weight": (3 * env["D"], env["D"]), "qkv.bias": (3 * env["D"],),
+                        "proj.weight": (env["D"], env["D"]), "proj.bias": (env["D"],)},
+    module=lambda env, dtype: Attention(env["D"], env["heads"], env["causal"],
+                                        COMPUTE_DTYPES[dtype]),
+    examples=(
+        Example("Two heads of 8 features each: 4 x 16² + 4 x 16 = 1,088 parameters.",
+                "attention(2)", ("B", 12, 16)),
+        Example("A small causal encoder over token ids.",
+                "embedding(16, 32)\npos_embed(64)\nattention(4, causal=true)\nlayer_norm()\n"
+                "linear(16)", ("B", 12), "int64"),
+    ),
+    error_examples=(
+        ErrorExample("attention(3)", ("B", 12, 16), "E_CONSTRAINT", r"heads"),
+        ErrorExample("attention(2)", ("B", 16), "E_SHAPE", r"3 dims"),
+    ),
+))

@@ -1,0 +1,95 @@
+"""Formatting a resolved network: the text report, a dict, a DataFrame and HTML."""
+
+from __future__ import annotations
+
+import html
+
+from .network import Network
+from .shapes import format_shape
+
+COLUMNS = ("index", "name", "operation", "input shapes", "output shapes")
+
+
+def header(network: Network) -> str:
+    """``Network: [B, 12] -> [B, 12, 4]  dtype=float32  input_dtype=int64``."""
+    text = (f"Network: {format_shape(network.input_shape)} -> "
+            f"{format_shape(network.output_shape)}  dtype={network.dtype}")
+    if network.input_dtype != network.dtype:
+        text += f"  input_dtype={network.input_dtype}"
+    return text
+
+
+def rows(network: Network) -> list[tuple[str, ...]]:
+    return [(str(node.index), node.name, node.op, node.input_cell(), node.output_cell())
+            for node in network.nodes]
+
+
+def footer(network: Network) -> list[str]:
+    """``Parameters: N`` and the kept requirements."""
+    return [f"Parameters: {network.param_count:,}"] + [f"Requires: {r.text}"
+                                                       for r in network.requires]
+
+
+def network_table(network: Network) -> str:
+    """Left-aligned columns, each as wide as its widest cell plus two spaces; no trailing spaces."""
+    table = [COLUMNS, *rows(network)]
+    widths = [max(len(row[i]) for row in table) + 2 for i in range(len(COLUMNS))]
+    lines = [header(network)]
+    for row in table:
+        cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths)]
+        lines.append("".join(cells) + row[-1])
+    return "\n".join([*lines, "", *footer(network)])
+
+
+def network_dict(network: Network) -> dict:
+    return {
+        "input_shape": list(network.input_shape),
+        "output_shape": list(network.output_shape),
+        "dtype": network.dtype,
+        "input_dtype": network.input_dtype,
+        "param_count": network.param_count,
+        "param_bytes": network.param_bytes,
+        "requires": [{"dim": r.dim, "max": r.bound, "node": r.node, "text": r.text}
+                     for r in network.requires],
+        "nodes": [
+            {
+                "index": node.index,
+                "name": node.name,
+                "op": node.op,
+                "identity": node.spec.identity,
+                "line": node.call.span.line,
+                "args": dict(node.args),
+                "inputs": {port: list(shape) for port, shape in node.inputs},
+                "outputs": {port: list(shape) for port, shape in node.outputs},
+                "params": {key: list(shape) for key, shape in node.params},
+                "param_count": node.param_count,
+            }
+            for node in network.nodes
+        ],
+        "source": network.source,
+    }
+
+
+def network_dataframe(network: Network):
+    import pandas as pd
+
+    frame = pd.DataFrame(rows(network), columns=list(COLUMNS))
+    frame["index"] = frame["index"].astype(int)
+    frame["parameters"] = [node.param_count for node in network.nodes]
+    return frame
+
+
+def network_html(network: Network) -> str:
+    """A small HTML table for notebooks, with the same header and footer as the text report."""
+    esc = html.escape
+    head = "".join(f"<th style='text-align:left'>{esc(c)}</th>" for c in (*COLUMNS, "parameters"))
+    body = "".join(
+        "<tr>" + "".join(f"<td style='text-align:left'><code>{esc(cell)}</code></td>"
+                         for cell in row)
+        + f"<td style='text-align:right'>{node.param_count:,}</td></tr>"
+        for row, node in zip(rows(network), network.nodes)
+    )
+    foot = "<br>".join(esc(line) for line in footer(network))
+    return (f"<div class='stacklab-network'><p><code>{esc(header(network))}</code></p>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+            f"<p>{foot}</p></div>")

@@ -1,0 +1,272 @@
+"""Resolve a stack against an input shape: every shape, dtype and parameter, before anything runs.
+
+>>> net = resolve("pos_embed(64)\\nlinear(8)", ["B", 6, 4])
+>>> net.output_shape, net.param_count
+(('B', 6, 8), 296)
+
+Resolving allocates nothing: parameter counts are exact integer arithmetic, and the
+memory budget is checked on those counts.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from types import MappingProxyType
+
+from torch import nn
+
+from .errors import StackError
+from .language import Argument, Call, parse
+from .network import Network, Node, Requirement
+from .shapes import DTYPE_BYTES, Shape, check_dtype, dtype_class, format_shape, parse_input_shape
+from .spec import Arg, OpSpec, catalog, format_value
+
+GiB = 1 << 30
+DEFAULT_BUDGET_BYTES = 4 * GiB  # parameter bytes; the app sets a smaller one
+# Node names become submodule names, so they may not shadow what a torch module already has.
+RESERVED_NAMES = frozenset(dir(nn.Module)) | {"network", "nodes", "use_network"}
+
+
+def resolve(source: str, input_shape, *, input_dtype: str = "float32", dtype: str = "float32",
+            budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Network:
+    """Resolve stack ``source`` for inputs of ``input_shape``; return a frozen `Network`.
+
+    Args:
+        source: the stack text, one op call per line.
+        input_shape: dims as sizes and symbols, e.g. ``["B", 12]`` or ``"B,12"``.
+        input_dtype: dtype of the input tensor (``int64``/``int32`` for token ids).
+        dtype: compute dtype of the parameters and activations.
+        budget_bytes: the most parameter bytes allowed (``E_BUDGET`` beyond).
+
+    Raises:
+        StackError: with a code from `stacklab.errors.CODES`, a place and a fix.
+    """
+    stack = parse(source)
+    shape = parse_input_shape(input_shape)
+    dtype = check_dtype(dtype, role="compute dtype", allow_index=False)
+    input_dtype = check_dtype(input_dtype, role="input dtype", allow_index=True)
+    ops = catalog()
+    bound = []
+    for index, call in enumerate(stack.calls):
+        spec = ops.get(call.op)
+        if spec is None:
+            raise _unknown_op(call, ops)
+        name = call.name if call.name is not None else f"n{index}"
+        if name in RESERVED_NAMES or name.startswith("_"):
+            raise call.error("E_PARSE", f"the name {name!r} is reserved", span=call.name_span,
+                             node=name, hint="choose another name for this node, e.g. tok or pos")
+        bound.append((index, name, spec, bind_args(spec, call, name), call))
+    nodes, output_shape, requires = propagate(bound, shape, input_dtype, dtype)
+    param_count = sum(node.param_count for node in nodes)
+    param_bytes = param_count * DTYPE_BYTES[dtype]
+    if param_bytes > budget_bytes:
+        raise _over_budget(nodes, param_count, param_bytes, budget_bytes, dtype)
+    return Network(
+        source=source,
+        input_shape=shape,
+        output_shape=output_shape,
+        dtype=dtype,
+        input_dtype=input_dtype,
+        nodes=tuple(nodes),
+        requires=tuple(requires),
+        param_count=param_count,
+        param_bytes=param_bytes,
+    )
+
+
+def bind_args(spec: OpSpec, call: Call, node: str | None = None) -> MappingProxyType:
+    """Match a call's arguments to the spec's: positional first, then keywords, then defaults."""
+    values: dict[str, object] = {}
+    positional = [a for a in spec.args if a.positional]
+    for position, argument in enumerate(call.args):
+        if argument.key is None:
+            if position >= len(positional):
+                raise _arg_error(call, node, _too_many(spec, len(positional)), span=argument.span,
+                                 hint=f"call it as {spec.signature}")
+            arg = positional[position]
+        else:
+            arg = spec.arg(argument.key)
+            if arg is None:
+                raise _arg_error(call, node, f"{spec.name} has no argument {argument.key!r}",
+                                 span=argument.span, hint=_arg_hint(spec, argument.key))
+        if arg.name in values:
+            raise _arg_error(call, node, f"argument {arg.name!r} is given twice", span=argument.span,
+                             hint=f"give each argument once: {spec.signature}")
+        values[arg.name] = _convert(spec, arg, argument, call, node)
+    for arg in spec.args:
+        if arg.name not in values:
+            if arg.required:
+                raise _arg_error(call, node, f"{spec.name} is missing its argument {arg.name!r} "
+                                 f"({arg.description[0].lower()}{arg.description[1:-1]})",
+                                 span=call.span, hint=f"call it as {spec.signature}, e.g. "
+                                 f"{_example_call(spec)}")
+            values[arg.name] = arg.default
+    return MappingProxyType(values)
+
+
+def _arg_error(call: Call, node: str | None, message: str, **kw) -> StackError:
+    return call.error("E_ARG", message, node=node, **kw)
+
+
+def _too_many(spec: OpSpec, allowed: int) -> str:
+    if not spec.args:
+        return f"{spec.name} takes no arguments"
+    return f"{spec.name} takes at most {allowed} positional argument{'s' * (allowed != 1)}"
+
+
+def _arg_hint(spec: OpSpec, key: str) -> str:
+    names = [a.name for a in spec.args]
+    close = difflib.get_close_matches(key, names, n=1)
+    if close:
+        return f"did you mean {close[0]}? {spec.name} takes {spec.signature}"
+    return f"{spec.name} takes {spec.signature}"
+
+
+def _example_call(spec: OpSpec) -> str:
+    values = []
+    for arg in spec.args:
+        if arg.required:
+            if arg.type is float:
+                values.append("0.1")
+            else:
+                values.append(str(int(max(arg.minimum or 1, 16 if arg.type is int else 1))))
+    return f"{spec.name}({', '.join(values)})"
+
+
+def _convert(spec: OpSpec, arg: Arg, argument: Argument, call: Call, node: str | None) -> object:
+    value = argument.value.value
+    if arg.type is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if type(value) is not arg.type:
+        written = argument.value.text
+        wanted = {int: "an int", float: "a float", bool: "a bool (true or false)",
+                  str: "a quoted string"}[arg.type]
+        raise _arg_error(call, node, f"{arg.name} of {spec.name} must be {wanted}, not {written}",
+                         span=argument.value.span, hint=_fix_value(spec, arg, value))
+    problem = arg.problem(value)
+    if problem:
+        raise _arg_error(call, node, f"{problem}, not {argument.value.text}", span=argument.value.span,
+                         hint=f"{arg.name}: {arg.description}")
+    return value
+
+
+def _fix_value(spec: OpSpec, arg: Arg, value: object) -> str:
+    if arg.type is int and isinstance(value, float) and value.is_integer():
+        return f"write {int(value)}"
+    if arg.type is bool:
+        return f"write {arg.name}=true or {arg.name}=false"
+    return f"{arg.name}: {arg.description}"
+
+
+def _unknown_op(call: Call, ops: dict[str, OpSpec]) -> StackError:
+    close = difflib.get_close_matches(call.op, list(ops), n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]}?" if close else "see `stacklab ops` for the list"
+    return call.error("E_UNKNOWN_OP", f"there is no op called {call.op!r}", span=call.op_span,
+                      hint=hint + " Ops: " + ", ".join(sorted(ops)))
+
+
+def propagate(bound, shape: Shape, input_dtype: str, dtype: str):
+    """Carry ``shape`` through the bound calls: nodes, output shape and kept requirements.
+
+    ``bound`` holds ``(index, name, spec, args, call)`` per node. Also used at run time
+    by the built model, with the concrete shape of the tensor it is given.
+    """
+    nodes = []
+    requires: dict[str, Requirement] = {}
+    current, current_dtype = shape, input_dtype
+    for index, name, spec, args, call in bound:
+        port = spec.inputs[0]
+        _check_dtype(spec, port.dtype, current_dtype, call, name)
+        binding = port.pattern.bind(current)
+        if binding is None:
+            raise _shape_mismatch(spec, current, call, name)
+        for dim_name in spec.static:
+            if isinstance(binding[dim_name], str):
+                raise call.error(
+                    "E_SHAPE", f"{spec.name} needs the size of {dim_name} in "
+                    f"{port.pattern} to size its parameters, but it is the symbol "
+                    f"{binding[dim_name]!r}", node=name,
+                    hint="give that dim as a number in the input shape, e.g. [B, T, 16]")
+        env = {k: v for k, v in binding.items() if k != "..."}
+        env.update(args)
+        for constraint in spec.constraints:
+            dim, limit = env[constraint.dim], args[constraint.arg]
+            if isinstance(dim, str):
+                kept = requires.get(dim)
+                if kept is None or limit < kept.bound:
+                    requires[dim] = Requirement(dim, limit, name)
+            elif not constraint.holds(dim, limit):
+                raise call.error("E_CONSTRAINT", constraint.message.format(**env), node=name,
+                                 hint=constraint.hint.format(**env))
+        lookup = dict(binding)
+        lookup.update({dim: args[arg] for dim, arg in spec.dim_args.items()})
+        lookup.update(args)
+        out_port = spec.outputs[0]
+        output = out_port.pattern.expand(lookup)
+        params = tuple(spec.params(env).items())
+        nodes.append(Node(
+            index=index,
+            name=name,
+            spec=spec,
+            args=args,
+            call=call,
+            env=MappingProxyType(env),
+            inputs=((port.name, current),),
+            outputs=((out_port.name, output),),
+            input_dtype=current_dtype,
+            output_dtype=dtype,
+            params=params,
+            param_count=sum(math.prod(p) for _, p in params),
+        ))
+        current, current_dtype = output, dtype
+    return nodes, current, sorted(requires.values(), key=lambda r: r.dim)
+
+
+def _check_dtype(spec: OpSpec, wanted: str, current: str, call: Call, name: str) -> None:
+    have = dtype_class(current)
+    if have == wanted:
+        return
+    if wanted == "index":
+        raise call.error("E_DTYPE", f"{spec.name} takes integer token ids, but its input is "
+                         f"{current}", node=name,
+                         hint='resolve with input_dtype="int64" (--input-dtype int64), or '
+                         f"remove {spec.name}: only a stack that starts from token ids needs it")
+    raise call.error("E_DTYPE", f"{spec.name} takes floating-point values, but its input holds "
+                     f"{current} token ids", node=name,
+                     hint="turn ids into vectors first: put embedding(vocab, dim) before it")
+
+
+def _shape_mismatch(spec: OpSpec, shape: Shape, call: Call, name: str) -> StackError:
+    pattern = spec.inputs[0].pattern
+    rank = pattern.fixed_rank
+    wanted = f"at least {rank}" if pattern.has_ellipsis else f"{rank}"
+    hint = f"give {spec.name} an input of {wanted} dims, like {pattern}"
+    if not pattern.has_ellipsis and len(shape) < rank:
+        hint += "; for a sequence of token ids, put embedding(vocab, dim) first"
+    if not pattern.has_ellipsis and len(shape) > rank:
+        hint += "; mean_pool() or linear(...) may come earlier than intended"
+    return call.error("E_SHAPE", f"{spec.name} expects {pattern} ({wanted} dims), but its input "
+                      f"is {format_shape(shape)} ({len(shape)} dims)", node=name, hint=hint)
+
+
+def _over_budget(nodes, param_count: int, param_bytes: int, budget: int, dtype: str) -> StackError:
+    biggest = max(nodes, key=lambda n: n.param_count)
+    call = biggest.call
+    args = ", ".join(format_value(v) for v in biggest.args.values())
+    return call.error(
+        "E_BUDGET",
+        f"the network needs {param_count:,} parameters ({_bytes(param_bytes)} of {dtype}), over "
+        f"the memory budget of {_bytes(budget)}; {biggest.spec.name}({args}) alone holds "
+        f"{biggest.param_count:,}",
+        node=biggest.name,
+        hint=f"make {biggest.name} smaller (e.g. a smaller "
+             f"{biggest.spec.args[0].name if biggest.spec.args else 'input'}), or raise the budget",
+    )
+
+
+def _bytes(count: int) -> str:
+    for unit, size in (("TiB", 1 << 40), ("GiB", GiB), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= size:
+            return f"{count / size:,.1f} {unit}"
+    return f"{count} bytes"

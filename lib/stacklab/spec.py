@@ -1,0 +1,220 @@
+"""Op specs: each op declared once, as data, and registered in the catalog.
+
+The resolver, the builder, the CLI, the docs and the app's forms all read these specs;
+the tests loop over every one of them (in the manner of PyTorch's OpInfo). An op lives in
+one file under ``stacklab/ops/``: its torch module next to its `OpSpec`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from torch import nn
+
+from .shapes import Pattern
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED = _Required()
+_TYPE_NAMES = {int: "int", float: "float", bool: "bool", str: "str"}
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of an op: type, default, range and what it means."""
+
+    name: str
+    type: type
+    description: str
+    default: object = REQUIRED
+    positional: bool = True  # may be passed by position (always also by keyword)
+    minimum: float | None = None
+    maximum: float | None = None
+    min_inclusive: bool = True
+    max_inclusive: bool = True
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    @property
+    def type_name(self) -> str:
+        return _TYPE_NAMES[self.type]
+
+    @property
+    def constraints(self) -> str:
+        """The range as text: ``>= 1; <= 2147483647``."""
+        parts = []
+        if self.minimum is not None:
+            parts.append(f"{'>=' if self.min_inclusive else '>'} {_number(self.minimum)}")
+        if self.maximum is not None:
+            parts.append(f"{'<=' if self.max_inclusive else '<'} {_number(self.maximum)}")
+        return "; ".join(parts)
+
+    @property
+    def default_text(self) -> str:
+        return "required" if self.required else format_value(self.default)
+
+    def problem(self, value: object) -> str | None:
+        """Why ``value`` is not acceptable, or ``None``. ``value`` already has the right type."""
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{self.name} must be a finite number"
+        low, high = self.minimum, self.maximum
+        if low is not None and (value < low or (value == low and not self.min_inclusive)):
+            return f"{self.name} must be {self.constraints}"
+        if high is not None and (value > high or (value == high and not self.max_inclusive)):
+            return f"{self.name} must be {self.constraints}"
+        return None
+
+
+@dataclass(frozen=True)
+class Port:
+    """A named input or output with its shape pattern and dtype class."""
+
+    pattern: Pattern
+    direction: str  # "input" or "output"
+    dtype: str = "compute"  # "compute" (floating) or "index" (integer)
+
+    @property
+    def name(self) -> str:
+        return self.pattern.port
+
+
+def input_port(pattern: str, dtype: str = "compute") -> Port:
+    return Port(Pattern.parse(pattern), "input", dtype)
+
+
+def output_port(pattern: str, dtype: str = "compute") -> Port:
+    return Port(Pattern.parse(pattern), "output", dtype)
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A relation between a pattern dim and an argument: ``T <= max_len`` or ``D % heads == 0``.
+
+    ``message`` and ``hint`` are format strings over the dims and arguments; a ``<=``
+    constraint on a symbolic dim becomes a requirement the built model checks at run time.
+    """
+
+    dim: str
+    op: str  # "<=" or "divides"
+    arg: str
+    message: str
+    hint: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.dim} <= {self.arg}" if self.op == "<=" else f"{self.dim} % {self.arg} == 0"
+
+    def holds(self, dim: int, bound: int) -> bool:
+        return dim <= bound if self.op == "<=" else dim % bound == 0
+
+
+@dataclass(frozen=True)
+class Example:
+    """A stack and an input for the docs; its output is rendered by the resolver."""
+
+    caption: str
+    stack: str
+    input_shape: tuple
+    input_dtype: str = "float32"
+
+
+@dataclass(frozen=True)
+class ErrorExample:
+    """A stack and an input that must fail with ``code`` (and a message matching ``match``)."""
+
+    stack: str
+    input_shape: tuple
+    code: str
+    match: str = ""
+    input_dtype: str = "float32"
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """Everything stacklab knows about one op."""
+
+    name: str
+    version: int
+    category: str
+    summary: str  # one line
+    description: str  # paragraphs, for the docs
+    inputs: tuple[Port, ...]
+    outputs: tuple[Port, ...]
+    relation: str
+    args: tuple[Arg, ...]
+    module: Callable[[Mapping[str, object], str], nn.Module]  # (env, dtype) -> module
+    params: Callable[[Mapping[str, object]], dict[str, tuple[int, ...]]] = lambda env: {}
+    static: tuple[str, ...] = ()  # dims that must be known sizes (parameters depend on them)
+    dim_args: Mapping[str, str] = field(default_factory=dict)  # output dim -> argument
+    constraints: tuple[Constraint, ...] = ()
+    examples: tuple[Example, ...] = ()
+    error_examples: tuple[ErrorExample, ...] = ()
+
+    @property
+    def identity(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    @property
+    def signature(self) -> str:
+        """``linear(out, bias=true)``."""
+        parts = [a.name if a.required else f"{a.name}={a.default_text}" for a in self.args]
+        return f"{self.name}({', '.join(parts)})"
+
+    @property
+    def shape_text(self) -> str:
+        """``x[B, T, D] -> out[B, T, D]``."""
+        ins = ", ".join(str(p.pattern) for p in self.inputs)
+        outs = ", ".join(str(p.pattern) for p in self.outputs)
+        return f"{ins} -> {outs}"
+
+    def arg(self, name: str) -> Arg | None:
+        return next((a for a in self.args if a.name == name), None)
+
+
+def format_value(value: object) -> str:
+    """A value as it is written in the stack language."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(value)
+
+
+_CATALOG: dict[str, OpSpec] = {}
+
+
+def register(spec: OpSpec) -> OpSpec:
+    """Add an op to the catalog (each op module calls this once for its `SPEC`)."""
+    assert spec.name not in _CATALOG, f"op {spec.name} declared twice"
+    _CATALOG[spec.name] = spec
+    return spec
+
+
+def catalog() -> dict[str, OpSpec]:
+    """Every registered op by name, in declaration order of the files in ``stacklab/ops``."""
+    if not _CATALOG:
+        from . import ops
+
+        for info in sorted(pkgutil.iter_modules(ops.__path__), key=lambda m: m.name):
+            importlib.import_module(f"{ops.__name__}.{info.name}")
+    return _CATALOG
+
+
+def get_op(name: str) -> OpSpec | None:
+    return catalog().get(name)
