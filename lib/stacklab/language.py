@@ -284,8 +284,9 @@ def _parse_value(tokens: list[_Token], pos: int, line_text: str, number: int) ->
                     len(token.text), hint=f"write {token.text.lower()}")
     else:
         found = "the end of the line" if token.kind == "end" else repr(token.text)
-        hint = (f"quote it if you meant text: \"{token.text}\"" if token.kind == "name"
-                else "write a number, true/false or a quoted string")
+        hint = "write a number, true or false, or a quoted string"
+        if token.kind == "name":
+            hint += f' (such as "{token.text}")'
         raise _fail(f"expected a value, found {found}", line_text, number, token.col,
                     token.end_col - token.col, hint=hint)
     return Value(value, text, span), pos + 1

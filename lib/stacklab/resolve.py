@@ -25,7 +25,7 @@ from .spec import Arg, OpSpec, catalog, format_value
 GiB = 1 << 30
 DEFAULT_BUDGET_BYTES = 4 * GiB  # parameter bytes; the app sets a smaller one
 # Node names become submodule names, so they may not shadow what a torch module already has.
-RESERVED_NAMES = frozenset(dir(nn.Module)) | {"network", "nodes", "use_network"}
+RESERVED_NAMES = frozenset(dir(nn.Module())) | {"network", "nodes", "use_network"}
 
 
 def resolve(source: str, input_shape, *, input_dtype: str = "float32", dtype: str = "float32",

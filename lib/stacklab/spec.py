@@ -197,6 +197,7 @@ def _number(value: float) -> str:
 
 
 _CATALOG: dict[str, OpSpec] = {}
+_loaded = False
 
 
 def register(spec: OpSpec) -> OpSpec:
@@ -207,12 +208,17 @@ def register(spec: OpSpec) -> OpSpec:
 
 
 def catalog() -> dict[str, OpSpec]:
-    """Every registered op by name, in declaration order of the files in ``stacklab/ops``."""
-    if not _CATALOG:
+    """Every registered op by name, in alphabetical order (ops in ``stacklab/ops`` load on first use)."""
+    global _loaded
+    if not _loaded:
         from . import ops
 
         for info in sorted(pkgutil.iter_modules(ops.__path__), key=lambda m: m.name):
             importlib.import_module(f"{ops.__name__}.{info.name}")
+        ordered = sorted(_CATALOG.items())
+        _CATALOG.clear()
+        _CATALOG.update(ordered)
+        _loaded = True
     return _CATALOG
 
 

@@ -1,0 +1,31 @@
+"""Shared fixtures: golden files compared byte for byte, regenerated with --overwrite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--overwrite", action="store_true",
+                     help="rewrite the golden files in tests/golden from the current output")
+
+
+@pytest.fixture
+def golden(request):
+    """``golden("name.out", text)`` compares ``text`` with the golden file (or rewrites it)."""
+    overwrite = request.config.getoption("--overwrite")
+
+    def check(name: str, text: str) -> None:
+        path = GOLDEN / name
+        if overwrite:
+            path.write_text(text, encoding="utf-8")
+            return
+        assert path.exists(), f"no golden file {path}; run pytest --overwrite to create it"
+        expected = path.read_text(encoding="utf-8")
+        assert text == expected, f"output differs from {path} (pytest --overwrite to accept)"
+
+    return check

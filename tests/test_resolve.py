@@ -1,0 +1,174 @@
+"""Resolving: shapes, symbols, dtypes, parameter arithmetic, budgets and every error code."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+
+import pytest
+
+import stacklab
+from stacklab import CODES, StackError, resolve
+
+STEM = "embedding(500, 16)\npos_embed(32)\nlinear(4)"
+
+
+def error_of(source, shape=("B", 12, 16), **kw) -> StackError:
+    with pytest.raises(StackError) as info:
+        resolve(source, shape, **kw)
+    return info.value
+
+
+# One user-facing input per code; each must name the place and carry a fix.
+EVERY_CODE = {
+    "E_PARSE": ("linear(4,,)", ("B", 16), {}),
+    "E_UNKNOWN_OP": ("relu()\npos_embd(32)", ("B", 12, 16), {}),
+    "E_ARG": ("linear(out=4, out=5)", ("B", 16), {}),
+    "E_SHAPE": ("embedding(10, 8)\nmean_pool()\npos_embed(4)", ("B", 12), {"input_dtype": "int64"}),
+    "E_DTYPE": ("linear(4)", ("B", 12), {"input_dtype": "int32"}),
+    "E_CONSTRAINT": ("embedding(500, 16)\npos_embed(8)", ("B", 12), {"input_dtype": "int64"}),
+    "E_BUDGET": ("pos_embed(2147483647)", ("B", 12, 64), {}),
+}
+
+
+@pytest.mark.parametrize("code", sorted(EVERY_CODE))
+def test_every_static_code_is_reachable_with_place_and_fix(code):
+    source, shape, kw = EVERY_CODE[code]
+    err = error_of(source, shape, **kw)
+    assert err.code == code
+    assert isinstance(err, ValueError)
+    assert err.line is not None and err.col is not None
+    text = str(err)
+    assert text.startswith(f"{code} at line {err.line}, col {err.col}")
+    assert "\nfix: " in text and "^" in text
+    assert source.split("\n")[err.line - 1] in text
+
+
+def test_codes_table_is_complete():
+    assert set(CODES) == set(EVERY_CODE) | {"E_VALUE"}
+
+
+def test_unknown_op_suggests_the_closest():
+    err = error_of("relu()\npos_embd(32)")
+    assert (err.line, err.col) == (2, 1) and "did you mean pos_embed?" in err.hint
+
+
+def test_shape_error_explains_the_pattern():
+    err = EVERY_CODE["E_SHAPE"]
+    e = error_of(err[0], err[1], **err[2])
+    assert "pos_embed expects x[B, T, D] (3 dims), but its input is [B, 8] (2 dims)" in e.message
+    assert e.node == "n2" and e.op == "pos_embed"
+
+
+def test_argument_errors():
+    assert "given twice" in error_of("linear(4, out=5)", ("B", 16)).message
+    assert "no argument 'bais'" in error_of("linear(4, bais=true)", ("B", 16)).message
+    assert "did you mean bias" in error_of("linear(4, bais=true)", ("B", 16)).hint
+    assert "at most 1 positional" in error_of("linear(4, true)", ("B", 16)).message
+    assert "takes no arguments" in error_of("relu(1)", ("B", 16)).message
+    assert "must be an int, not 4.0" in error_of("linear(4.0)", ("B", 16)).message
+    assert error_of("linear(4.0)", ("B", 16)).hint == "write 4"
+    assert "finite" in error_of("dropout(1e999)", ("B", 16)).message
+    assert "<= 2147483647" in error_of(f"linear({2**40})", ("B", 16)).message
+    assert "quoted string" not in error_of('linear("4")', ("B", 16)).message
+
+
+def test_attention_heads_must_divide_d():
+    err = error_of("attention(3)")
+    assert err.code == "E_CONSTRAINT" and "D=16" in err.message and "3 heads" in err.message
+
+
+def test_symbolic_dims_stay_symbolic_and_constraints_are_kept():
+    net = resolve("pos_embed(32)\nlinear(4)", ["B", "T", 16])
+    assert net.output_shape == ("B", "T", 4)
+    assert [r.text for r in net.requires] == ["T <= 32"]
+    assert net.table().endswith("Parameters: 580\nRequires: T <= 32")
+    # the tighter of two requirements on one symbol is kept, with the user's symbol name
+    net = resolve("pos_embed(64)\nsin_pos(16)", ["N", "L", 8])
+    assert [(r.text, r.node) for r in net.requires] == [("L <= 16", "n1")]
+
+
+def test_parameter_sizes_must_be_known():
+    err = error_of("linear(4)", ["B", "T", "D"])
+    assert err.code == "E_SHAPE" and "symbol 'D'" in err.message
+
+
+def test_ellipsis_patterns_take_any_leading_dims():
+    assert resolve("linear(3)", [5]).output_shape == (3,)
+    assert resolve("linear(3)", ["A", "B", "C", 7]).output_shape == ("A", "B", "C", 3)
+    assert resolve("embedding(9, 2)", ["B"], input_dtype="int64").output_shape == ("B", 2)
+
+
+def test_mean_pool_then_linear():
+    net = resolve("mean_pool()\nlinear(2)", ["B", 12, 16])
+    assert net.output_shape == ("B", 2) and net.param_count == 34
+
+
+@pytest.mark.parametrize("shape", ["B,12", ("B", 12), ["B", 12]])
+def test_input_shape_forms(shape):
+    assert resolve(STEM, shape, input_dtype="int64").param_count == 8_580
+
+
+@pytest.mark.parametrize("shape, words", [
+    ("", "empty"), ("B,0", "sizes run from 1"), ("B,-3", "sizes run from 1"),
+    ("B,1x", "not a size or a symbol"), ([True, 3], "not a size or symbol"),
+    ([1.5], "not a size or symbol"), (42, "list of dims"), ("1," * 20, "dims"),
+])
+def test_bad_input_shapes(shape, words):
+    err = error_of("relu()", shape)
+    assert err.code == "E_SHAPE" and words in err.message and err.line is None
+
+
+def test_dtypes():
+    net = resolve(STEM, ["B", 12], input_dtype="int32", dtype="bfloat16")
+    assert net.table().splitlines()[0].endswith("dtype=bfloat16  input_dtype=int32")
+    assert net.param_bytes == 8_580 * 2
+    assert error_of("relu()", dtype="int64").code == "E_DTYPE"
+    assert error_of("relu()", input_dtype="complex64").code == "E_DTYPE"
+    e = error_of("embedding(5, 2)", ("B", 3))
+    assert e.code == "E_DTYPE" and "input_dtype" in e.hint
+
+
+def test_reserved_names_are_refused():
+    for name in ("forward", "training", "network", "_x"):
+        err = error_of(f"{name} = relu()")
+        assert err.code == "E_PARSE" and "reserved" in err.message
+
+
+def test_budget_is_checked_before_anything_is_allocated():
+    tracemalloc.start()
+    err = error_of("pos_embed(2147483647)", ("B", 12, 64))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert err.code == "E_BUDGET" and "137,438,953,408" in err.message
+    assert peak < 10 * 2**20
+    assert resolve("linear(1000)", ["B", 1000]).param_count == 1_001_000
+    with pytest.raises(StackError) as info:
+        resolve("linear(1000)", ["B", 1000], budget_bytes=1_000_000)
+    assert info.value.code == "E_BUDGET" and "linear(1000, true)" in info.value.message
+
+
+def test_network_is_frozen_and_json_able():
+    net = resolve(STEM, ["B", 12], input_dtype="int64")
+    with pytest.raises(AttributeError):
+        net.param_count = 1  # type: ignore[misc]
+    data = json.loads(json.dumps(net.to_dict()))
+    assert data["param_count"] == 8_580
+    assert data["nodes"][1]["identity"] == "pos_embed@1"
+    assert data["nodes"][1]["params"] == {"weight": [32, 16]}
+    assert data["output_shape"] == ["B", 12, 4]
+
+
+def test_unnamed_nodes_take_their_index():
+    net = resolve("tok = embedding(500, 16)\npos_embed(32)\nhead = linear(4)", ["B", 12],
+                  input_dtype="int64")
+    assert [n.name for n in net.nodes] == ["tok", "n1", "head"]
+
+
+def test_ten_thousand_ops_resolve():
+    net = resolve("relu()\n" * 10_000, ["B", 4])
+    assert len(net.nodes) == 10_000 and net.param_count == 0
+
+
+def test_catalog_is_importable_from_the_package():
+    assert stacklab.get_op("pos_embed").identity == "pos_embed@1"
