@@ -188,7 +188,11 @@ def format_value(value: object) -> str:
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(value, float):
-        return repr(value)
+        text = repr(value)
+        if "e" in text:  # 1e-05 -> 1e-5, as a person writes it
+            mantissa, exponent = text.split("e")
+            text = f"{mantissa}e{int(exponent)}"
+        return text
     return str(value)
 
 

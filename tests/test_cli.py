@@ -1,0 +1,126 @@
+"""The command line: output, exit status 0/1/2, and no tracebacks."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stacklab.cli import main
+
+STEM = "embedding(500, 16)\npos_embed(32)\nlinear(4)\n"
+
+
+def run(capsys, *argv, stdin: bytes | None = None, monkeypatch=None):
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    try:
+        code = main(list(argv))
+    except SystemExit as exit_:
+        code = exit_.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def stem_file(tmp_path):
+    path = tmp_path / "stem.stack"
+    path.write_text(STEM)
+    return path
+
+
+def test_resolve_file_prints_the_report(capsys, stem_file, golden):
+    code, out, err = run(capsys, "resolve", str(stem_file), "--input", "B,12",
+                         "--input-dtype", "int64")
+    assert code == 0 and err == ""
+    golden("reference_stem.out", out)
+
+
+def test_resolve_stdin(capsys, monkeypatch, golden):
+    code, out, _ = run(capsys, "resolve", "-", "--input", "B,6,4",
+                       stdin=b"pos_embed(64)\nlinear(8)\n", monkeypatch=monkeypatch)
+    assert code == 0
+    golden("reference_296.out", out)
+
+
+def test_resolve_json(capsys, stem_file):
+    code, out, _ = run(capsys, "resolve", str(stem_file), "--input", "B,12", "--input-dtype",
+                       "int64", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["param_count"] == 8_580 and len(data["nodes"]) == 3
+
+
+def test_stack_error_exits_1_with_the_message_on_stderr(capsys, tmp_path, golden):
+    path = tmp_path / "bad.stack"
+    path.write_text("embedding(500, 16)\npos_embed(8)\n")
+    code, out, err = run(capsys, "resolve", str(path), "--input", "B,12", "--input-dtype", "int64")
+    assert (code, out) == (1, "")
+    assert err.startswith("E_CONSTRAINT at line 2, col 1 (n1 pos_embed)")
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["resolve", "nowhere.stack", "--input", "B,12"], "cannot read"),
+    (["resolve", "-"], "--input"),
+    (["resolve", "-", "--input", "B,12", "--dtype", "int8"], "invalid choice"),
+    (["frobnicate"], "invalid choice"),
+    ([], "required"),
+])
+def test_usage_errors_exit_2(capsys, argv, words):
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and words in err and "usage:" in err
+
+
+@pytest.mark.parametrize("data, code_words", [
+    (b"\xff\xfe\x00binary", "not UTF-8"),
+    (b"", "empty"),
+    (b"relu()\n" * 10, None),
+])
+def test_odd_stdin(capsys, monkeypatch, data, code_words):
+    code, _, err = run(capsys, "resolve", "-", "--input", "B,4", stdin=data,
+                       monkeypatch=monkeypatch)
+    if code_words is None:
+        assert code == 0
+    else:
+        assert code == 1 and "E_PARSE" in err and code_words in err
+
+
+def test_malformed_input_shape_is_a_stack_error(capsys, stem_file):
+    code, _, err = run(capsys, "resolve", str(stem_file), "--input", "B,,12")
+    assert code == 1 and err.startswith("E_SHAPE")
+
+
+def test_ops_lists_the_catalog(capsys, golden):
+    code, out, _ = run(capsys, "ops")
+    assert code == 0
+    golden("ops.out", out)
+    code, out, _ = run(capsys, "ops", "--json")
+    names = {op["name"] for op in json.loads(out)}
+    assert {"pos_embed", "embedding", "attention"} <= names
+
+
+def test_docs_writes_the_reference(capsys, tmp_path):
+    code, _, err = run(capsys, "docs", "--out", str(tmp_path / "docs"))
+    assert code == 0 and "wrote" in err
+    committed = Path(__file__).parent.parent / "docs"
+    for page in committed.glob("*.md"):
+        assert (tmp_path / "docs" / page.name).read_text() == page.read_text()
+
+
+def test_console_script_and_module_entry_points(tmp_path):
+    """Both real entry points, as a user runs them: one process each."""
+    bin_dir = Path(sys.executable).parent
+    for command in ([str(bin_dir / "stacklab")], [sys.executable, "-m", "stacklab"]):
+        done = subprocess.run([*command, "resolve", "-", "--input", "B,12", "--input-dtype",
+                               "int64"], input=b"embedding(500, 16)\npos_embed(8)\n",
+                              capture_output=True, timeout=120)
+        assert done.returncode == 1
+        assert b"E_CONSTRAINT" in done.stderr and b"Traceback" not in done.stderr
+    done = subprocess.run([sys.executable, "-m", "stacklab", "resolve", "-", "--input", "B,12",
+                           "--input-dtype", "int64"], input=STEM.encode(), capture_output=True,
+                          timeout=120)
+    assert done.returncode == 0 and b"Parameters: 8,580" in done.stdout

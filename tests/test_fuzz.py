@@ -1,0 +1,122 @@
+"""Property tests: whatever text and shapes come in, only a Network or a StackError comes out."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stacklab import Network, StackError, resolve
+from stacklab.spec import catalog
+
+OPS = sorted(catalog())
+ARG_NAMES = sorted({a.name for spec in catalog().values() for a in spec.args}) + ["x", "bais"]
+VALID = [ex.stack for spec in catalog().values() for ex in spec.examples]
+HOSTILE = ["\x00", "(", ")", ",", "=", "#", '"', "'", "\n", "\r", "\\", "-", "_", "9" * 40,
+           "1e999", "é", "𝕏", "\u202e", " ", "\t", "true", "None", "((((((((", ",,,,", "\ufeff"]
+
+values = st.one_of(
+    st.integers(min_value=-(10**12), max_value=10**12),
+    st.sampled_from([0, 1, 2, 3, 4, 8, 16, 32, 2**31 - 1, 2**31, 10**40]),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.booleans(),
+    st.text(max_size=5),
+).map(lambda v: ("true" if v else "false") if isinstance(v, bool) else
+      (json.dumps(v) if isinstance(v, str) else str(v)))
+
+
+@st.composite
+def grammar_lines(draw):
+    op = draw(st.sampled_from(OPS + ["lienar", "pos_embd", "x"]))
+    args = draw(st.lists(values, max_size=3))
+    kwargs = draw(st.lists(st.tuples(st.sampled_from(ARG_NAMES), values), max_size=2))
+    parts = args + [f"{k}={v}" for k, v in kwargs]
+    name = draw(st.sampled_from(["", "", "", "a = ", "pos = ", "forward = ", "n0 = "]))
+    comment = draw(st.sampled_from(["", "  # note"]))
+    return f"{name}{op}({', '.join(parts)}){comment}"
+
+
+@st.composite
+def spec_lines(draw):
+    """A call that follows its op's spec, with values usually in range."""
+    spec = catalog()[draw(st.sampled_from(OPS))]
+    good = {int: st.sampled_from(["1", "2", "4", "16", "64"]), float: st.sampled_from(["0.1", "0.5"]),
+            bool: st.sampled_from(["true", "false"]), str: st.just('"s"')}
+    parts = []
+    for arg in spec.args:
+        if arg.required or draw(st.booleans()):
+            value = draw(st.one_of(good[arg.type], values) if draw(st.integers(0, 9)) == 0
+                         else good[arg.type])
+            parts.append(value if arg.positional and arg.required else f"{arg.name}={value}")
+    return f"{spec.name}({', '.join(parts)})"
+
+
+stacks_from_grammar = st.lists(st.one_of(grammar_lines(), spec_lines(), spec_lines()),
+                               min_size=0, max_size=6).map("\n".join)
+
+
+@st.composite
+def mutated_stacks(draw):
+    text = draw(st.sampled_from(VALID))
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(0, len(text)))
+        kind = draw(st.sampled_from(["insert", "delete", "replace"]))
+        piece = draw(st.one_of(st.sampled_from(HOSTILE), st.text(max_size=3)))
+        if kind == "insert":
+            text = text[:at] + piece + text[at:]
+        elif kind == "delete":
+            text = text[:at] + text[at + draw(st.integers(1, 5)):]
+        else:
+            text = text[:at] + piece + text[at + len(piece):]
+    return text
+
+
+dims = st.one_of(st.integers(min_value=1, max_value=40), st.sampled_from(["B", "T", "D"]))
+shapes = st.one_of(st.sampled_from([["B", 12, 16], ["B", 12], ["B", "T", 16], ["B", 6, 4], [2, 8]]),
+                   st.lists(dims, min_size=1, max_size=4),
+                   st.lists(st.one_of(dims, st.integers(), st.text(max_size=3)), max_size=5))
+dtypes = st.sampled_from(["float32", "int64", "float32", "int64", "int32", "float64", "bfloat16",
+                          "uint8"])
+
+
+def check(source, shape, input_dtype):
+    try:
+        network = resolve(source, shape, input_dtype=input_dtype)
+    except StackError as err:
+        assert err.code and err.hint is not None and str(err)
+        return
+    assert isinstance(network, Network)
+    json.dumps(network.to_dict())
+    assert network.table().startswith("Network: ")
+    if network.param_count < 50_000 and all(isinstance(d, int) or d in "BT" for d in network.input_shape):
+        model = network.build(seed=0)
+        concrete = [d if isinstance(d, int) else 3 for d in network.input_shape]
+        if network.input_dtype.startswith("int"):
+            x = torch.randint(0, 4, concrete)
+        else:
+            x = torch.randn(concrete)
+        try:
+            out = model(x)
+        except StackError:
+            return
+        assert out.ndim == len(network.output_shape)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stacks_from_grammar, shapes, dtypes)
+def test_generated_stacks_give_a_network_or_a_stack_error(source, shape, input_dtype):
+    check(source, shape, input_dtype)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_stacks(), shapes, dtypes)
+def test_mutated_stacks_give_a_network_or_a_stack_error(source, shape, input_dtype):
+    check(source, shape, input_dtype)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=300), shapes)
+def test_any_text_gives_a_network_or_a_stack_error(source, shape):
+    check(source, shape, "float32")
