@@ -1,0 +1,215 @@
+"""stacklab benchmarks: every figure a ratio or a distribution measured side by side in one run.
+
+    make bench            # all sections, results in bench/results.json
+    python bench/run.py pos_embed resolve
+
+Method: torch threads fixed (and reported); a warm-up before timing; the variants of one
+comparison run interleaved, in a rotating order, for several repetitions; each figure is
+the median over repetitions of the per-repetition ratio.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+import stacklab
+from stacklab.ops.pos_embed import PosEmbed
+
+THREADS = int(os.environ.get("BENCH_THREADS", "2"))
+RESULTS = Path(__file__).with_name("results.json")
+
+
+def interleaved(variants: dict, *, reps: int, inner: int, warmup: int = 3) -> dict[str, list[float]]:
+    """Seconds per call of every variant, ``reps`` samples each, taken in rotating order."""
+    for fn in variants.values():
+        for _ in range(warmup):
+            fn()
+    names = list(variants)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for rep in range(reps):
+        order = names[rep % len(names):] + names[: rep % len(names)]
+        for name in order:
+            fn = variants[name]
+            start = time.perf_counter()
+            for _ in range(inner):
+                fn()
+            samples[name].append((time.perf_counter() - start) / inner)
+    return samples
+
+
+def median_ratio(samples: dict[str, list[float]], name: str, base: str) -> float:
+    return statistics.median(a / b for a, b in zip(samples[name], samples[base]))
+
+
+# ---------------------------------------------------------------- pos_embed
+
+
+class TutorialPositions(nn.Module):
+    """The tutorial's way: nn.Embedding looked up with arange indices expanded over the batch."""
+
+    def __init__(self, max_len: int, dim: int):
+        super().__init__()
+        self.pos_embed = nn.Embedding(max_len, dim)
+
+    def forward(self, x):  # (B, T, D)
+        B, T, _ = x.shape
+        positions = torch.arange(T, device=x.device).unsqueeze(0).expand(B, -1)  # (B, T)
+        return x + self.pos_embed(positions)
+
+
+class NanoGPTPositions(nn.Module):
+    """nanoGPT's way: nn.Embedding looked up with arange, broadcast over the batch."""
+
+    def __init__(self, max_len: int, dim: int):
+        super().__init__()
+        self.wpe = nn.Embedding(max_len, dim)
+
+    def forward(self, x):  # (B, T, D)
+        return x + self.wpe(torch.arange(x.shape[1], device=x.device))  # (T, D) broadcast
+
+
+class BarePositions(nn.Module):
+    """The floor: a parameter sliced and added, no checks."""
+
+    def __init__(self, max_len: int, dim: int):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(max_len, dim) * 0.02)
+
+    def forward(self, x):
+        return x + self.w[: x.shape[1]]
+
+
+def bench_pos_embed() -> dict:
+    sizes = {"small": (8, 32, 32), "medium": (32, 256, 256), "large": (64, 512, 512)}
+    out = {}
+    for label, (B, T, D) in sizes.items():
+        max_len = 2 * T
+        modules = {"stacklab": PosEmbed(max_len, D), "tutorial": TutorialPositions(max_len, D),
+                   "nanogpt": NanoGPTPositions(max_len, D), "bare": BarePositions(max_len, D)}
+        x = torch.randn(B, T, D, requires_grad=True)
+        grad = torch.randn(B, T, D)
+
+        def forward(m):
+            def run():
+                with torch.no_grad():
+                    m(x)
+            return run
+
+        def forward_backward(m):
+            def run():
+                m.zero_grad(set_to_none=True)
+                x.grad = None
+                m(x).backward(grad)
+            return run
+
+        inner = max(3, int(2e6 // (B * T * D)) or 1)
+        row = {"B": B, "T": T, "D": D}
+        for mode, make in (("forward", forward), ("forward_backward", forward_backward)):
+            samples = interleaved({k: make(m) for k, m in modules.items()}, reps=15, inner=inner)
+            row[mode] = {
+                "stacklab_ms": statistics.median(samples["stacklab"]) * 1e3,
+                "tutorial_over_stacklab": median_ratio(samples, "tutorial", "stacklab"),
+                "nanogpt_over_stacklab": median_ratio(samples, "nanogpt", "stacklab"),
+                "stacklab_over_bare": median_ratio(samples, "stacklab", "bare"),
+            }
+        out[label] = row
+    medium = out["medium"]["forward_backward"]
+    out["targets"] = {
+        "faster_than_tutorial_1_5x": medium["tutorial_over_stacklab"] >= 1.5,
+        "within_1_05x_of_bare": medium["stacklab_over_bare"] <= 1.05,
+    }
+    return out
+
+
+# ---------------------------------------------------------------- resolve
+
+
+def stack_of(n_ops: int) -> str:
+    body = ["embedding(500, 64)", "pos_embed(4096)"]
+    cycle = ["linear(64)", "relu()", "layer_norm()", "attention(4)", "gelu()", "dropout(0.1)"]
+    while len(body) < n_ops:
+        body.append(cycle[len(body) % len(cycle)])
+    return "\n".join(body[:n_ops]) + "\n"
+
+
+def bench_resolve() -> dict:
+    out = {}
+    for n_ops in (10, 100, 1_000, 10_000):
+        source = stack_of(n_ops)
+        stacklab.resolve(source, ["B", 128], input_dtype="int64")  # warm-up
+        reps = 30 if n_ops <= 1_000 else 7
+        times = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            stacklab.resolve(source, ["B", 128], input_dtype="int64")
+            times.append(time.perf_counter() - start)
+        median = statistics.median(times)
+        out[str(n_ops)] = {"median_ms": median * 1e3, "us_per_op": median * 1e6 / n_ops,
+                           "p90_ms": sorted(times)[int(0.9 * (reps - 1))] * 1e3}
+    per_op = [out[k]["us_per_op"] for k in ("100", "1000", "10000")]
+    out["targets"] = {
+        "1000_ops_under_50ms": out["1000"]["median_ms"] < 50,
+        "linear_growth": max(per_op) / min(per_op) < 2.0,
+    }
+    return out
+
+
+# ---------------------------------------------------------------- report
+
+SECTIONS = {"pos_embed": bench_pos_embed, "resolve": bench_resolve}
+
+
+def print_tables(results: dict) -> None:
+    print(f"torch {torch.__version__}, {THREADS} threads, {platform.processor() or platform.machine()}")
+    if "pos_embed" in results:
+        print("\npos_embed (median of 15 interleaved repetitions; ratios > 1 mean stacklab is faster)")
+        print(f"{'size':8} {'B,T,D':14} {'mode':17} {'stacklab ms':>12} {'tutorial/us':>12} "
+              f"{'nanogpt/us':>11} {'us/bare':>8}")
+        for label, row in results["pos_embed"].items():
+            if label == "targets":
+                continue
+            for mode in ("forward", "forward_backward"):
+                r = row[mode]
+                print(f"{label:8} {row['B']},{row['T']},{row['D']:<8} {mode:17} "
+                      f"{r['stacklab_ms']:12.3f} {r['tutorial_over_stacklab']:12.2f} "
+                      f"{r['nanogpt_over_stacklab']:11.2f} {r['stacklab_over_bare']:8.3f}")
+        print("targets:", results["pos_embed"]["targets"])
+    if "resolve" in results:
+        print("\nresolve (median wall time)")
+        print(f"{'ops':>7} {'median ms':>10} {'us/op':>7}")
+        for n_ops, row in results["resolve"].items():
+            if n_ops != "targets":
+                print(f"{n_ops:>7} {row['median_ms']:10.2f} {row['us_per_op']:7.1f}")
+        print("targets:", results["resolve"]["targets"])
+
+
+def main(argv: list[str]) -> int:
+    torch.set_num_threads(THREADS)
+    wanted = argv or list(SECTIONS)
+    unknown = [w for w in wanted if w not in SECTIONS]
+    if unknown:
+        print(f"unknown section(s) {unknown}; choose from {list(SECTIONS)}", file=sys.stderr)
+        return 2
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() and argv else {}
+    results["machine"] = {"torch": torch.__version__, "threads": THREADS,
+                          "python": platform.python_version(), "cpu": platform.machine(),
+                          "cores": os.cpu_count()}
+    for name in wanted:
+        print(f"running {name} ...", file=sys.stderr)
+        results[name] = SECTIONS[name]()
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    print_tables(results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
