@@ -179,7 +179,8 @@ def print_tables(results: dict) -> None:
                 continue
             for mode in ("forward", "forward_backward"):
                 r = row[mode]
-                print(f"{label:8} {row['B']},{row['T']},{row['D']:<8} {mode:17} "
+                shape = f"{row['B']},{row['T']},{row['D']}"
+                print(f"{label:8} {shape:14} {mode:17} "
                       f"{r['stacklab_ms']:12.3f} {r['tutorial_over_stacklab']:12.2f} "
                       f"{r['nanogpt_over_stacklab']:11.2f} {r['stacklab_over_bare']:8.3f}")
         print("targets:", results["pos_embed"]["targets"])

@@ -34,7 +34,10 @@ class PosEmbed(nn.Module):
                 op="pos_embed",
                 hint=f"use pos_embed({T}) or more, or feed sequences of at most {self.max_len}",
             )
-        return x + self.weight[:T].to(x.dtype)  # (T, D) broadcasts over B
+        rows = self.weight[:T]  # (T, D): a view, so rows >= T get no gradient at all
+        if rows.dtype != x.dtype:
+            rows = rows.to(x.dtype)
+        return x + rows  # (T, D) broadcasts over B
 
     def extra_repr(self) -> str:
         return f"max_len={self.max_len}, dim={self.weight.shape[1]}"

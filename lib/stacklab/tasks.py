@@ -1,0 +1,189 @@
+"""Toy sequence tasks, each a seeded generator of (ids, targets) batches.
+
+Every task maps a sequence of token ids ``x`` of shape ``[B, T]`` to one class per
+position, ``y`` of shape ``[B, T]``; a stack for it takes ``["B", T]`` int64 ids and must
+output ``[B, T, n_classes]`` scores. Some tasks can be solved at each position on its own
+(``modular``, ``position``): the position table must say *where* a token is. Others need
+positions to look at each other (``reverse``, ``shift``, ``sort``): attention must find
+the right partner, and the position table is how it tells positions apart.
+
+>>> task = TASKS["reverse"]
+>>> x, y = task.batch(2, 5, torch.Generator().manual_seed(0))
+>>> bool((y == x.flip(1)).all())
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from .errors import StackError
+
+EVAL_SEED = 1234  # the held-out set is drawn from its own generator, never from training's
+EVAL_SIZE = 1024
+
+
+@dataclass(frozen=True)
+class Task:
+    """A toy task: its rule, sizes, what the position table should learn, and a preset stack."""
+
+    name: str
+    vocab: int  # input token ids are 0 .. vocab-1
+    description: str  # the rule, in one or two sentences
+    pattern: str  # what the position table is expected to learn, for a student
+    rule: Callable[[torch.Tensor], torch.Tensor]  # x (B, T) -> y (B, T)
+    preset_template: str  # formatted with T, max_len, classes, vocab
+    default_seq_len: int
+    classes_for: Callable[[int, int], int]  # (vocab, seq_len) -> number of output classes
+    steps: int  # default training steps for the preset
+    lr: float = 3e-3
+    batch_size: int = 64
+    mixing: bool = False  # does a position need to see other positions?
+
+    def n_classes(self, seq_len: int) -> int:
+        return self.classes_for(self.vocab, seq_len)
+
+    def preset(self, seq_len: int | None = None) -> str:
+        """The recommended stack for sequences of ``seq_len`` (default: the task's own)."""
+        T = seq_len or self.default_seq_len
+        return self.preset_template.format(T=T, max_len=preset_max_len(T),
+                                           classes=self.n_classes(T), vocab=self.vocab)
+
+    def output_text(self, seq_len: int | None = None) -> str:
+        """``[B, 16] int64 ids -> [B, 16, 16] class scores``."""
+        T = seq_len or self.default_seq_len
+        return f"[B, {T}] int64 ids -> [B, {T}, {self.n_classes(T)}] class scores"
+
+    def batch(self, batch_size: int, seq_len: int, generator: torch.Generator,
+              device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """A batch ``(x, y)`` of shape ``[batch_size, seq_len]`` each, drawn from ``generator``."""
+        x = torch.randint(0, self.vocab, (batch_size, seq_len), generator=generator)  # (B, T)
+        y = self.rule(x)  # (B, T)
+        if device is not None:
+            x, y = x.to(device), y.to(device)
+        return x, y
+
+    def eval_set(self, seq_len: int, size: int = EVAL_SIZE,
+                 device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The fixed held-out set for ``seq_len``: the same every time, apart from training data."""
+        generator = torch.Generator().manual_seed(EVAL_SEED + seq_len)
+        return self.batch(size, seq_len, generator, device)
+
+    def to_dict(self, seq_len: int | None = None) -> dict:
+        T = seq_len or self.default_seq_len
+        return {"name": self.name, "vocab": self.vocab, "description": self.description,
+                "output": self.output_text(T), "preset": self.preset(T)}
+
+
+def preset_max_len(seq_len: int) -> int:
+    """Presets give the table spare rows (twice the length) so the untrained rows show."""
+    return max(2 * seq_len, 8)
+
+
+def _reverse(x: torch.Tensor) -> torch.Tensor:
+    return x.flip(1)
+
+
+def _shift(x: torch.Tensor) -> torch.Tensor:
+    return x.roll(1, dims=1)  # y[t] = x[t-1], and y[0] = x[T-1]
+
+
+def _sort(x: torch.Tensor) -> torch.Tensor:
+    return x.sort(dim=1).values
+
+
+def _modular(vocab: int) -> Callable[[torch.Tensor], torch.Tensor]:
+    def rule(x: torch.Tensor) -> torch.Tensor:
+        t = torch.arange(x.shape[1], device=x.device)
+        return (x + t) % vocab  # y[t] = (x[t] + t) mod vocab
+    return rule
+
+
+def _position(x: torch.Tensor) -> torch.Tensor:
+    return torch.arange(x.shape[1], device=x.device).expand_as(x).clone()  # y[t] = t
+
+
+MIXER = ("embedding({vocab}, 64)\npos_embed({max_len})\nattention(4)\nlayer_norm()\n"
+         "linear(128)\nrelu()\nlinear({classes})")
+
+TASKS: dict[str, Task] = {task.name: task for task in (
+    Task(
+        name="reverse",
+        vocab=16,
+        description="Output the sequence backwards: y[t] = x[T-1-t].",
+        pattern=("Position t must find position T-1-t, so the table learns which positions "
+                 "pair up: the query-key heatmap shows a bright anti-diagonal."),
+        rule=_reverse,
+        preset_template=MIXER,
+        default_seq_len=16,
+        classes_for=lambda vocab, T: vocab,
+        steps=400,
+        mixing=True,
+    ),
+    Task(
+        name="shift",
+        vocab=16,
+        description="Copy the previous token: y[t] = x[t-1] (and y[0] = x[T-1], wrapping around).",
+        pattern=("Each position must find its left neighbour, so neighbouring rows of the "
+                 "table become alike: the query-key heatmap shows a band beside the diagonal."),
+        rule=_shift,
+        preset_template=MIXER,
+        default_seq_len=16,
+        classes_for=lambda vocab, T: vocab,
+        steps=400,
+        mixing=True,
+    ),
+    Task(
+        name="sort",
+        vocab=8,
+        description="Output the tokens in ascending order: y = sorted(x).",
+        pattern=("Attention gathers the counts of every token; the table then tells each "
+                 "position which rank it must output, so rows change gradually from first "
+                 "to last: similar rows sit near each other along the diagonal."),
+        rule=_sort,
+        preset_template=MIXER,
+        default_seq_len=8,
+        classes_for=lambda vocab, T: vocab,
+        steps=800,
+        mixing=True,
+    ),
+    Task(
+        name="modular",
+        vocab=8,
+        description="Add the position to each token, modulo the vocabulary: y[t] = (x[t] + t) mod 8.",
+        pattern=("Only t mod 8 matters, so rows 8 apart learn the same job: the similarity "
+                 "heatmap shows stripes parallel to the diagonal, every 8 rows."),
+        rule=_modular(8),
+        preset_template="embedding({vocab}, 32)\npos_embed({max_len})\nlinear(128)\nrelu()\n"
+                        "linear({classes})",
+        default_seq_len=32,
+        classes_for=lambda vocab, T: vocab,
+        steps=300,
+        mixing=False,
+    ),
+    Task(
+        name="position",
+        vocab=16,
+        description="Ignore the token and output its position: y[t] = t.",
+        pattern=("Every row must be told apart from every other, so the rows spread out "
+                 "until they are nearly orthogonal: a sharp diagonal in the cosine heatmap."),
+        rule=_position,
+        preset_template="embedding({vocab}, 32)\npos_embed({max_len})\nlinear({classes})",
+        default_seq_len=16,
+        classes_for=lambda vocab, T: T,
+        steps=200,
+        mixing=False,
+    ),
+)}
+
+
+def get_task(name: str) -> Task:
+    """The task called ``name``; an unknown name is ``E_ARG`` listing the tasks."""
+    task = TASKS.get(name)
+    if task is None:
+        raise StackError("E_ARG", f"there is no task called {name!r}",
+                         hint="choose one of " + ", ".join(TASKS))
+    return task

@@ -1,0 +1,330 @@
+"""Training a stack on a toy task, recording what its position tables do.
+
+    run = stacklab.train(task="reverse", seq_len=16)        # the task's preset stack
+    run.history[-1]       # {"step": 400, "loss": 0.01, "accuracy": 0.998}
+    run.row_grad_norm     # {"n1": tensor[max_len]}: zero beyond row T-1, exactly
+
+The loop follows minGPT's trainer: a config dataclass, callbacks (``on_batch_end``,
+``on_eval``, ``on_end``) so the CLI's progress bar, the app and notebooks hook in without
+touching the loop, and a `Trainer.stop` that another thread may call. AdamW's weight
+decay pulls *every* row of a table towards zero, the untrained rows included: with
+``weight_decay > 0`` rows ``>= T`` drift although their gradient is exactly zero.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Callable
+
+import torch
+from torch.nn import functional as F
+
+from .build import StackModule, pick_device
+from .errors import StackError
+from .network import Network
+from .ops.embedding import Embedding
+from .ops.pos_embed import PosEmbed
+from .resolve import DEFAULT_BUDGET_BYTES, resolve
+from .tasks import Task, get_task
+
+MAX_SNAPSHOTS = 40
+STATUSES = ("queued", "running", "finished", "stopped", "diverged", "failed")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Settings of one training run; ``None`` takes the task's default."""
+
+    task: str = "reverse"
+    seq_len: int | None = None  # T of the training sequences
+    steps: int | None = None  # optimizer steps
+    batch_size: int | None = None  # sequences per step
+    lr: float | None = None  # AdamW learning rate
+    weight_decay: float = 0.0  # AdamW decay; note it moves untrained rows too
+    seed: int = 0  # seeds the parameters and the training batches
+    device: str = "auto"  # auto (cuda > mps > cpu), cpu, cuda or mps
+    dtype: str = "float32"  # compute dtype
+    eval_every: int = 25  # steps between held-out evaluations
+    target_accuracy: float | None = None  # stop early once held-out accuracy reaches it
+
+    def filled(self) -> "TrainConfig":
+        """The config with the task's defaults filled in, every value checked (``E_ARG``)."""
+        task = get_task(self.task)
+        config = replace(
+            self,
+            seq_len=task.default_seq_len if self.seq_len is None else self.seq_len,
+            steps=task.steps if self.steps is None else self.steps,
+            batch_size=task.batch_size if self.batch_size is None else self.batch_size,
+            lr=task.lr if self.lr is None else self.lr,
+        )
+        _check_int("seq_len", config.seq_len, 1, 4096)
+        _check_int("steps", config.steps, 1, 1_000_000)
+        _check_int("batch_size", config.batch_size, 1, 65_536)
+        _check_int("seed", config.seed, 0, 2**63 - 1)
+        _check_int("eval_every", config.eval_every, 1, 1_000_000)
+        _check_float("lr", config.lr, 0.0, 10.0, low_open=True)
+        _check_float("weight_decay", config.weight_decay, 0.0, 10.0)
+        if config.target_accuracy is not None:
+            _check_float("target_accuracy", config.target_accuracy, 0.0, 1.0)
+        return config
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise StackError("E_ARG", f"{name} must be a whole number from {low:,} to {high:,}, "
+                         f"not {value!r}", hint=f"set {name} within range")
+
+
+def _check_float(name: str, value: object, low: float, high: float, low_open=False) -> None:
+    ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+          and math.isfinite(value) and (value > low if low_open else value >= low) and value <= high)
+    if not ok:
+        bound = f"above {low}" if low_open else f"from {low}"
+        raise StackError("E_ARG", f"{name} must be a number {bound} to {high}, not {value!r}",
+                         hint=f"set {name} within range")
+
+
+def fit_network(source: str, task: Task, seq_len: int, *, dtype: str = "float32",
+                budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Network:
+    """Resolve ``source`` for ``task`` and check it fits: ids in, one class score per position out."""
+    network = resolve(source, ["B", seq_len], input_dtype="int64", dtype=dtype,
+                      budget_bytes=budget_bytes)
+    classes = task.n_classes(seq_len)
+    first, last = network.nodes[0], network.nodes[-1]
+    if isinstance(first.args.get("vocab"), int) and first.args["vocab"] < task.vocab:
+        raise first.call.error(
+            "E_ARG", f"task {task.name} uses token ids 0..{task.vocab - 1}, but "
+            f"{first.call_text} only has {first.args['vocab']} rows", node=first.name,
+            hint=f"use embedding({task.vocab}, {first.args.get('dim', 32)}) or more")
+    wanted = ("B", seq_len, classes)
+    if network.output_shape != wanted:
+        if len(network.output_shape) == 3 and network.output_shape[:2] == ("B", seq_len):
+            message = (f"the last op must output {classes} classes for task {task.name}, but "
+                       f"it outputs {network.output_shape[-1]}")
+            hint = f"use linear({classes}) as the last op"
+        else:
+            message = (f"task {task.name} predicts a class at every position: the output must "
+                       f"be [B, {seq_len}, {classes}], but the stack gives "
+                       f"[{', '.join(map(str, network.output_shape))}]")
+            pooled = any(node.op == "mean_pool" for node in network.nodes)
+            hint = ("remove mean_pool(), which merges the positions, and end with "
+                    f"linear({classes})" if pooled else f"end the stack with linear({classes})")
+        raise last.call.error("E_SHAPE", message, node=last.name, hint=hint)
+    return network
+
+
+@dataclass
+class Run:
+    """One training run: settings, model, and everything recorded along the way."""
+
+    config: TrainConfig
+    task: Task
+    network: Network
+    model: StackModule
+    device: str
+    status: str = "running"
+    step: int = 0
+    seconds: float = 0.0
+    error: str | None = None  # why a run failed or diverged, in words
+    history: list[dict] = field(default_factory=list)  # held-out {"step", "loss", "accuracy"}
+    train_loss: list[tuple[int, float]] = field(default_factory=list)  # (step, batch loss)
+    initial_tables: dict[str, torch.Tensor] = field(default_factory=dict)
+    snapshots: dict[str, list[tuple[int, torch.Tensor]]] = field(default_factory=dict)
+    row_grad_norm: dict[str, torch.Tensor] = field(default_factory=dict)  # sum over steps
+
+    @property
+    def position_nodes(self) -> list[str]:
+        """Names of the nodes holding a learned position table."""
+        return list(self.initial_tables)
+
+    @property
+    def final(self) -> dict:
+        last = self.history[-1] if self.history else {"accuracy": float("nan"), "loss": float("nan")}
+        return {"accuracy": last["accuracy"], "loss": last["loss"]}
+
+    def table(self, node: str) -> torch.Tensor:
+        """The current ``[max_len, D]`` position table of ``node``, on the CPU, as float32."""
+        return self.model.get_submodule(node).weight.detach().float().cpu()
+
+    def row_drift(self, node: str) -> torch.Tensor:
+        """``||W_now[i] - W_init[i]||`` per row: exactly zero where nothing moved a row."""
+        return (self.table(node) - self.initial_tables[node]).norm(dim=1)
+
+    def metrics(self) -> dict:
+        """The ``metrics.json`` record (SPEC §8)."""
+        return {
+            "task": self.task.name,
+            "seq_len": self.config.seq_len,
+            "steps": self.step,
+            "seconds": round(self.seconds, 4),
+            "device": self.device,
+            "final": self.final,
+            "history": list(self.history),
+            "position_tables": {
+                node: {
+                    "max_len": int(self.initial_tables[node].shape[0]),
+                    "row_grad_norm": self.row_grad_norm[node].tolist(),
+                    "row_drift": self.row_drift(node).tolist(),
+                }
+                for node in self.position_nodes
+            },
+        }
+
+
+class Trainer:
+    """Trains a stack on a task; see the module docstring.
+
+    >>> trainer = Trainer(None, TrainConfig(task="position", steps=20))
+    >>> trainer.add_callback("on_eval", lambda run: None)
+    >>> trainer.run().status
+    'finished'
+    """
+
+    EVENTS = ("on_batch_end", "on_eval", "on_end")
+
+    def __init__(self, source: str | None, config: TrainConfig, *,
+                 budget_bytes: int = DEFAULT_BUDGET_BYTES):
+        self.config = config.filled()
+        self.task = get_task(self.config.task)
+        self.source = source if source is not None else self.task.preset(self.config.seq_len)
+        self.network = fit_network(self.source, self.task, self.config.seq_len,
+                                   dtype=self.config.dtype, budget_bytes=budget_bytes)
+        self.device = pick_device(self.config.device)
+        self.callbacks: dict[str, list[Callable[[Run], None]]] = {e: [] for e in self.EVENTS}
+        self._stop = threading.Event()
+        self.run_state: Run | None = None
+
+    def add_callback(self, event: str, fn: Callable[[Run], None]) -> None:
+        assert event in self.callbacks, f"unknown event {event}; one of {self.EVENTS}"
+        self.callbacks[event].append(fn)
+
+    def stop(self) -> None:
+        """Ask the loop to end after the current step (safe from any thread)."""
+        self._stop.set()
+
+    def _fire(self, event: str, run: Run) -> None:
+        for fn in self.callbacks[event]:
+            fn(run)
+
+    def run(self) -> Run:
+        """Train until ``steps``, a stop, a non-finite loss or ``target_accuracy``."""
+        config, task, device = self.config, self.task, self.device
+        model = self.network.build(seed=config.seed, device=device)
+        for layer in model.modules():
+            if isinstance(layer, Embedding):
+                layer.check_ids = False  # task data is in range by construction: no host sync
+        run = Run(config=config, task=task, network=self.network, model=model, device=device.type)
+        self.run_state = run
+        tables = {name: m for name, m in model.named_modules() if isinstance(m, PosEmbed)}
+        run.initial_tables = {name: m.weight.detach().float().cpu().clone() for name, m in tables.items()}
+        grad_sum = {name: torch.zeros(m.max_len, device=device) for name, m in tables.items()}
+        snapshot_every = max(1, config.steps // MAX_SNAPSHOTS)
+        run.snapshots = {name: [(0, t.clone())] for name, t in run.initial_tables.items()}
+        generator = torch.Generator().manual_seed(config.seed)
+        eval_x, eval_y = task.eval_set(config.seq_len, device=device)
+        optimizer = _adamw(model, config)
+        classes = task.n_classes(config.seq_len)
+        check_every = 1 if device.type == "cpu" else min(config.eval_every, 10)
+        last_good = _copy_state(model)
+        start = time.perf_counter()
+        try:
+            model.train()
+            for step in range(1, config.steps + 1):
+                if self._stop.is_set():
+                    run.status = "stopped"
+                    break
+                x, y = task.batch(config.batch_size, config.seq_len, generator, device)  # (B, T)
+                logits = model(x)  # (B, T, classes)
+                loss = F.cross_entropy(logits.reshape(-1, classes).float(), y.reshape(-1))
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                for name, layer in tables.items():
+                    grad_sum[name] += layer.weight.grad.float().norm(dim=1)  # (max_len,)
+                if step % check_every == 0 or step == config.steps:
+                    value = loss.item()
+                    if not math.isfinite(value):
+                        model.load_state_dict(last_good)
+                        run.status = "diverged"
+                        run.error = (f"the training loss became {value} at step {step}; the "
+                                     f"model is back at its last good state (step "
+                                     f"{run.step}). Try a smaller lr.")
+                        break
+                    run.train_loss.append((step, value))
+                optimizer.step()
+                run.step = step
+                if step % snapshot_every == 0 or step == config.steps:
+                    for name in tables:
+                        run.snapshots[name].append((step, run.table(name).clone()))
+                self._fire("on_batch_end", run)
+                if step % config.eval_every == 0 or step == config.steps:
+                    entry = self._evaluate(model, eval_x, eval_y, classes, step)
+                    if not math.isfinite(entry["loss"]):
+                        model.load_state_dict(last_good)
+                        run.status = "diverged"
+                        run.error = (f"the held-out loss became {entry['loss']} at step {step}; "
+                                     "the model is back at its last good state. Try a smaller lr.")
+                        break
+                    run.history.append(entry)
+                    last_good = _copy_state(model)
+                    self._fire("on_eval", run)
+                    target = config.target_accuracy
+                    if target is not None and entry["accuracy"] >= target:
+                        break
+            if run.status == "running":
+                run.status = "finished"
+        except StackError as err:
+            run.status, run.error = "failed", str(err)
+        except (RuntimeError, ValueError, MemoryError) as err:
+            run.status, run.error = "failed", f"{type(err).__name__}: {err}"
+        finally:
+            run.seconds = time.perf_counter() - start
+            run.row_grad_norm = {name: g.cpu() for name, g in grad_sum.items()}
+            if run.history and run.history[-1]["step"] != run.step and run.status != "diverged":
+                run.history.append(self._evaluate(model, eval_x, eval_y, classes, run.step))
+            self._fire("on_end", run)
+        return run
+
+    @staticmethod
+    def _evaluate(model, x, y, classes: int, step: int) -> dict:
+        model.eval()
+        with torch.no_grad():
+            logits = model(x).float()  # (N, T, classes)
+            loss = F.cross_entropy(logits.reshape(-1, classes), y.reshape(-1)).item()
+            accuracy = (logits.argmax(-1) == y).float().mean().item()
+        model.train()
+        return {"step": step, "loss": loss, "accuracy": accuracy}
+
+
+def _adamw(model, config: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with its fused kernel where torch has one (one kernel for all parameters)."""
+    try:
+        return torch.optim.AdamW(model.parameters(), lr=config.lr,
+                                 weight_decay=config.weight_decay, fused=True)
+    except (RuntimeError, ValueError):
+        return torch.optim.AdamW(model.parameters(), lr=config.lr,
+                                 weight_decay=config.weight_decay)
+
+
+def _copy_state(model) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def train(source: str | None = None, **settings) -> Run:
+    """Train ``source`` (default: the task's preset) with `TrainConfig` ``settings``; return the `Run`.
+
+    Raises `StackError` before training when a setting is invalid or the stack does not fit
+    the task; a run that fails later ends with ``status`` ``failed`` or ``diverged``.
+    """
+    callbacks = settings.pop("callbacks", {})
+    trainer = Trainer(source, TrainConfig(**settings))
+    for event, fns in callbacks.items():
+        for fn in fns if isinstance(fns, (list, tuple)) else [fns]:
+            trainer.add_callback(event, fn)
+    return trainer.run()
+
+
+def config_dict(config: TrainConfig) -> dict:
+    return asdict(config)
