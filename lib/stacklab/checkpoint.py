@@ -61,8 +61,11 @@ def _fail(message: str, path, hint: str = "use a model.safetensors written by st
     return StackError("E_VALUE", f"{Path(path).name}: {message}", hint=hint)
 
 
-def read_metadata(path: str | Path, *, max_bytes: int = DEFAULT_BUDGET_BYTES + MAX_HEADER_BYTES) -> dict[str, str]:
-    """The metadata of a safetensors file, after checking its size and header."""
+def read_metadata(path: str | Path, *, max_data_bytes: int = DEFAULT_BUDGET_BYTES) -> dict[str, str]:
+    """The metadata of a safetensors file, after checking its size and header.
+
+    ``max_data_bytes`` bounds the tensor bytes (the file minus its header).
+    """
     try:
         size = os.path.getsize(path)
         with open(path, "rb") as handle:
@@ -75,9 +78,11 @@ def read_metadata(path: str | Path, *, max_bytes: int = DEFAULT_BUDGET_BYTES + M
             header_bytes = handle.read(header_len)
     except OSError as err:
         raise _fail(f"cannot read the file ({err.strerror or err})", path) from None
-    if size > max_bytes:
-        raise _fail(f"the file is {size:,} bytes, over the limit of {max_bytes:,}", path,
-                    hint="load smaller models, or raise the budget")
+    data_bytes = size - 8 - header_len
+    if data_bytes > max_data_bytes:
+        raise _fail(f"the file holds {data_bytes:,} bytes of tensors, over the limit of "
+                    f"{max_data_bytes:,} for this network", path,
+                    hint="load it with the stack it was saved from")
     try:
         header = json.loads(header_bytes.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
@@ -96,7 +101,7 @@ def read_metadata(path: str | Path, *, max_bytes: int = DEFAULT_BUDGET_BYTES + M
 
 def load_state(path: str | Path, network: Network) -> dict[str, torch.Tensor]:
     """The tensors of ``path``, checked against ``network``: keys, shapes, dtypes, finite values."""
-    read_metadata(path, max_bytes=network.param_bytes + MAX_HEADER_BYTES)
+    read_metadata(path, max_data_bytes=network.param_bytes)
     expected = network.state_shapes()
     dtype = network.dtype
     try:

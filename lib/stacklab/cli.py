@@ -1,6 +1,9 @@
 """The ``stacklab`` command line.
 
     stacklab resolve FILE|- --input B,12 [--input-dtype int64] [--dtype float32] [--json]
+    stacklab train [FILE|-] --task NAME [--seq-len T] [--steps N] [--batch-size N] [--lr X]
+                   [--weight-decay X] [--seed S] [--device auto|cpu|cuda|mps] --out DIR
+    stacklab tasks [--json]
     stacklab ops [--json]
     stacklab docs --out DIR
 
@@ -12,7 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import signal
 import sys
+import time
+from pathlib import Path
 
 from .errors import StackError
 from .language import MAX_SOURCE_CHARS
@@ -41,12 +48,50 @@ def _parser() -> argparse.ArgumentParser:
                      help="compute dtype (default float32)")
     res.add_argument("--json", action="store_true", help="print the network as JSON")
 
+    tr = commands.add_parser("train", help="train a stack on a toy task; write model, metrics "
+                             "and an HTML report")
+    tr.add_argument("file", nargs="?", default=None,
+                    help="the stack file, or - for standard input (default: the task's preset)")
+    tr.add_argument("--task", required=True, help="the toy task (see `stacklab tasks`)")
+    tr.add_argument("--seq-len", type=_positive_int, default=None, metavar="T",
+                    help="training sequence length (default: the task's)")
+    tr.add_argument("--steps", type=_positive_int, default=None, help="optimizer steps")
+    tr.add_argument("--batch-size", type=_positive_int, default=None, help="sequences per step")
+    tr.add_argument("--lr", type=_positive_float, default=None, help="AdamW learning rate")
+    tr.add_argument("--weight-decay", type=_non_negative_float, default=0.0,
+                    help="AdamW weight decay (default 0; note it moves untrained rows too)")
+    tr.add_argument("--seed", type=_non_negative_int, default=0, help="random seed (default 0)")
+    tr.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"],
+                    help="where to train (auto: cuda, then mps, then cpu)")
+    tr.add_argument("--out", required=True, metavar="DIR", help="folder for the run's files")
+
+    tasks = commands.add_parser("tasks", help="list the toy tasks")
+    tasks.add_argument("--json", action="store_true", help="print the list as JSON")
+
     ops = commands.add_parser("ops", help="list the ops of the catalog")
     ops.add_argument("--json", action="store_true", help="print the list as JSON")
 
     docs = commands.add_parser("docs", help="write the op reference (one Markdown page per op)")
     docs.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
     return parser
+
+
+def _number(kind, check, words):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {words}") from None
+        if (isinstance(value, float) and not math.isfinite(value)) or not check(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {words}")
+        return value
+    return parse
+
+
+_positive_int = _number(int, lambda v: v >= 1, "a whole number of at least 1")
+_non_negative_int = _number(int, lambda v: v >= 0, "a whole number of at least 0")
+_positive_float = _number(float, lambda v: v > 0, "a finite number above 0")
+_non_negative_float = _number(float, lambda v: v >= 0, "a finite number of at least 0")
 
 
 def read_source(path: str, parser: argparse.ArgumentParser) -> str:
@@ -82,6 +127,89 @@ def _cmd_resolve(args, parser) -> None:
         print(network.table())
 
 
+class ProgressBar:
+    """A one-line progress bar on stderr, redrawn at most ten times a second."""
+
+    def __init__(self, label: str, total: int, stream=sys.stderr, width: int = 24):
+        self.label, self.total, self.stream, self.width = label, total, stream, width
+        self._last = 0.0
+
+    def update(self, run) -> None:
+        now = time.perf_counter()
+        if now - self._last < 0.1 and run.step < self.total:
+            return
+        self._last = now
+        done = int(self.width * run.step / self.total)
+        bar = "#" * done + "-" * (self.width - done)
+        text = f"\r{self.label} [{bar}] {run.step}/{self.total}"
+        if run.train_loss:
+            text += f"  loss {run.train_loss[-1][1]:.4f}"
+        if run.history:
+            text += f"  held-out acc {run.history[-1]['accuracy']:.3f}"
+        self.stream.write(text)
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def _cmd_train(args, parser) -> int:
+    from .checkpoint import save_checkpoint
+    from .trainer import TrainConfig, Trainer
+
+    source = read_source(args.file, parser) if args.file is not None else None
+    config = TrainConfig(task=args.task, seq_len=args.seq_len, steps=args.steps,
+                         batch_size=args.batch_size, lr=args.lr,
+                         weight_decay=args.weight_decay, seed=args.seed, device=args.device)
+    trainer = Trainer(source, config)
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        parser.error(f"cannot create {args.out!r}: {err.strerror or err}")
+    bar = ProgressBar(f"{trainer.task.name} T={trainer.config.seq_len}", trainer.config.steps)
+    trainer.add_callback("on_batch_end", bar.update)
+    previous = signal.signal(signal.SIGINT, lambda *_: trainer.stop())  # Ctrl-C ends the run cleanly
+    try:
+        run = trainer.run()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        bar.close()
+    if run.status == "failed":
+        print(f"stacklab: the run failed: {run.error}", file=sys.stderr)
+        return 1
+    save_checkpoint(out / "model.safetensors", run.model, {
+        "task": run.task.name, "seq_len": run.config.seq_len, "seed": run.config.seed,
+        "device": run.device, "steps": run.step, "status": run.status})
+    (out / "metrics.json").write_text(json.dumps(run.metrics(), indent=2) + "\n")
+    from .report_html import report_html
+
+    (out / "report.html").write_text(report_html(run), encoding="utf-8")
+    final = run.final
+    print(f"{run.status}: {run.step} steps in {run.seconds:.1f} s on {run.device}; held-out "
+          f"accuracy {final['accuracy']:.2%}, loss {final['loss']:.4f}", file=sys.stderr)
+    print(f"wrote {out / 'model.safetensors'}, {out / 'metrics.json'}, {out / 'report.html'}",
+          file=sys.stderr)
+    if run.status == "diverged":
+        print(f"stacklab: the run diverged: {run.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_tasks(args, parser) -> None:
+    from .tasks import TASKS
+
+    if args.json:
+        print(json.dumps([task.to_dict() for task in TASKS.values()], indent=2))
+        return
+    rows = [("name", "vocab", "output", "description")]
+    rows += [(t.name, str(t.vocab), t.output_text(), t.description) for t in TASKS.values()]
+    widths = [max(len(r[i]) for r in rows) + 2 for i in range(3)]
+    for row in rows:
+        print("".join(c.ljust(w) for c, w in zip(row, widths)) + row[3])
+
+
 def _cmd_ops(args, parser) -> None:
     from .spec import catalog
 
@@ -108,14 +236,15 @@ def _cmd_docs(args, parser) -> None:
     print(f"wrote {len(written)} pages to {args.out}", file=sys.stderr)
 
 
-COMMANDS = {"resolve": _cmd_resolve, "ops": _cmd_ops, "docs": _cmd_docs}
+COMMANDS = {"resolve": _cmd_resolve, "train": _cmd_train, "tasks": _cmd_tasks,
+            "ops": _cmd_ops, "docs": _cmd_docs}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        COMMANDS[args.command](args, parser)
+        return COMMANDS[args.command](args, parser) or 0
     except StackError as err:
         print(err, file=sys.stderr)
         return 1
@@ -124,7 +253,6 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -168,8 +168,9 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         name="position",
         vocab=16,
         description="Ignore the token and output its position: y[t] = t.",
-        pattern=("Every row must be told apart from every other, so the rows spread out "
-                 "until they are nearly orthogonal: a sharp diagonal in the cosine heatmap."),
+        pattern=("Every row must be told apart from every other, so the rows spread apart: "
+                 "the cosine heatmap shows a bright diagonal and weak, unordered similarity "
+                 "everywhere else."),
         rule=_position,
         preset_template="embedding({vocab}, 32)\npos_embed({max_len})\nlinear({classes})",
         default_seq_len=16,

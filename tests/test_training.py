@@ -1,0 +1,146 @@
+"""Tasks and the trainer: presets learn, runs reproduce, stop, guard against divergence."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from stacklab import StackError
+from stacklab.analysis import length_probe
+from stacklab.tasks import TASKS, get_task
+from stacklab.trainer import TrainConfig, Trainer, train
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_task_batches_follow_the_rule_and_are_seeded(name):
+    task = TASKS[name]
+    x, y = task.batch(4, 9, torch.Generator().manual_seed(3))
+    x2, y2 = task.batch(4, 9, torch.Generator().manual_seed(3))
+    assert torch.equal(x, x2) and torch.equal(y, y2)
+    assert x.shape == y.shape == (4, 9) and x.dtype == torch.long
+    assert int(x.max()) < task.vocab and int(y.max()) < task.n_classes(9)
+    ex, ey = task.eval_set(9)
+    assert torch.equal(ex, task.eval_set(9)[0]) and not torch.equal(ex[:4], x)
+    assert task.pattern and task.description and task.preset()
+
+
+def test_task_rules():
+    x = torch.tensor([[3, 1, 2, 0]])
+    assert TASKS["reverse"].rule(x).tolist() == [[0, 2, 1, 3]]
+    assert TASKS["shift"].rule(x).tolist() == [[0, 3, 1, 2]]
+    assert TASKS["sort"].rule(x).tolist() == [[0, 1, 2, 3]]
+    assert TASKS["modular"].rule(torch.tensor([[7, 7, 0]])).tolist() == [[7, 0, 2]]
+    assert TASKS["position"].rule(x).tolist() == [[0, 1, 2, 3]]
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_every_preset_reaches_99_percent_held_out(name):
+    run = train(task=name, target_accuracy=0.99)
+    assert run.status == "finished"
+    assert run.final["accuracy"] >= 0.99, run.history[-3:]
+
+
+def test_same_seed_same_metrics_on_cpu():
+    a = train(task="shift", steps=30, eval_every=10, seed=5, device="cpu")
+    b = train(task="shift", steps=30, eval_every=10, seed=5, device="cpu")
+    assert a.history == b.history and a.train_loss == b.train_loss
+    c = train(task="shift", steps=30, eval_every=10, seed=6, device="cpu")
+    assert c.history != a.history
+
+
+def test_rows_beyond_t_get_no_gradient_and_do_not_move_without_decay():
+    run = train(task="modular", steps=60, weight_decay=0.0)
+    T = run.config.seq_len
+    grad, drift = run.row_grad_norm["n1"], run.row_drift("n1")
+    assert grad.shape == (2 * T,)
+    assert torch.count_nonzero(grad[T:]) == 0 and bool((grad[:T] > 0).all())
+    assert torch.count_nonzero(drift[T:]) == 0 and bool((drift[:T] > 0).all())
+
+
+def test_weight_decay_moves_untrained_rows_without_any_gradient():
+    run = train(task="modular", steps=60, weight_decay=0.5)
+    T = run.config.seq_len
+    assert torch.count_nonzero(run.row_grad_norm["n1"][T:]) == 0
+    assert bool((run.row_drift("n1")[T:] > 0).all())
+
+
+def test_snapshots_are_bounded_and_ordered():
+    run = train(task="position", steps=200)
+    steps = [step for step, _ in run.snapshots["n1"]]
+    assert steps[0] == 0 and steps[-1] == 200 and steps == sorted(steps) and len(steps) <= 41
+    assert torch.equal(run.snapshots["n1"][0][1], run.initial_tables["n1"])
+
+
+def test_stop_from_another_thread_ends_within_one_step():
+    trainer = Trainer(None, TrainConfig(task="reverse", steps=100_000))
+    asked_at = []
+
+    def on_batch_end(run):
+        if run.step == 5 and not asked_at:
+            asked_at.append(run.step)
+            threading.Thread(target=trainer.stop).start()
+
+    trainer.add_callback("on_batch_end", on_batch_end)
+    result = {}
+    worker = threading.Thread(target=lambda: result.setdefault("run", trainer.run()))
+    worker.start()
+    worker.join(timeout=60)
+    run = result["run"]
+    assert run.status == "stopped" and run.step <= asked_at[0] + 2
+
+
+def test_non_finite_loss_stops_the_run_and_keeps_the_last_good_state():
+    trainer = Trainer(None, TrainConfig(task="modular", steps=200, eval_every=10))
+
+    def poison(run):
+        if run.step == 25:
+            with torch.no_grad():
+                run.model.n1.weight[0, 0] = float("inf")
+
+    trainer.add_callback("on_batch_end", poison)
+    run = trainer.run()
+    assert run.status == "diverged" and "smaller lr" in run.error
+    assert all(bool(torch.isfinite(p).all()) for p in run.model.parameters())
+    assert run.history[-1]["step"] == 20
+    assert all(bool(torch.isfinite(t).all()) for _, t in run.snapshots["n1"])
+
+
+@pytest.mark.parametrize("source, code, words", [
+    ("embedding(16, 32)\npos_embed(32)\nlinear(4)", "E_SHAPE", "use linear(16)"),
+    ("embedding(16, 32)\npos_embed(32)\nmean_pool()\nlinear(16)", "E_SHAPE", "remove mean_pool()"),
+    ("embedding(8, 32)\npos_embed(32)\nlinear(16)", "E_ARG", "embedding(16, 32)"),
+    ("embedding(16, 32)\npos_embed(8)\nlinear(16)", "E_CONSTRAINT", "pos_embed(16)"),
+    ("pos_embed(32)\nlinear(16)", "E_DTYPE", "embedding"),
+])
+def test_stacks_that_do_not_fit_the_task_say_how_to_fix_them(source, code, words):
+    with pytest.raises(StackError) as info:
+        train(source, task="reverse", seq_len=16)
+    assert info.value.code == code and words in str(info.value)
+
+
+@pytest.mark.parametrize("settings", [
+    {"steps": 0}, {"lr": -1.0}, {"lr": float("nan")}, {"batch_size": 0}, {"seq_len": 10**6},
+    {"weight_decay": -0.1}, {"task": "unknown"}, {"seed": -1}, {"device": "tpu"},
+])
+def test_bad_settings_are_e_arg(settings):
+    with pytest.raises(StackError) as info:
+        train(**{"task": "reverse", **settings})
+    assert info.value.code == "E_ARG"
+
+
+def test_length_probe_shows_the_cliff_past_the_trained_length():
+    run = train(task="modular", target_accuracy=0.999)
+    probe = length_probe(run)
+    assert probe.probe_len == 2 * run.config.seq_len and probe.accuracy.shape == (probe.probe_len,)
+    assert probe.inside >= 0.99 and probe.beyond < 0.5
+    assert run.model.network is run.network  # the probe hands the model back as it was
+
+
+def test_training_without_positions_cannot_solve_reverse():
+    """Attention alone ignores order: a stack without a position table stays near chance."""
+    run = train("embedding(16, 64)\nattention(4)\nlayer_norm()\nlinear(128)\nrelu()\nlinear(16)",
+                task="reverse", steps=150)
+    assert run.position_nodes == [] and run.final["accuracy"] < 0.3
+    assert run.metrics()["position_tables"] == {}
