@@ -163,9 +163,86 @@ def bench_resolve() -> dict:
     return out
 
 
+# ---------------------------------------------------------------- training
+
+
+class HandWritten(nn.Module):
+    """The reverse preset written by hand, as one would without stacklab."""
+
+    def __init__(self, vocab=16, dim=64, max_len=32, heads=4, hidden=128, classes=16):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Parameter(torch.randn(max_len, dim) * 0.02)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.norm = nn.LayerNorm(dim)
+        self.fc1 = nn.Linear(dim, hidden)
+        self.fc2 = nn.Linear(hidden, classes)
+        self.heads = heads
+
+    def forward(self, ids):  # (B, T)
+        B, T = ids.shape
+        x = self.tok(ids) + self.pos[:T]  # (B, T, D)
+        D, H = x.shape[-1], self.heads
+        q, k, v = (t.view(B, T, H, D // H).transpose(1, 2) for t in self.qkv(x).split(D, dim=-1))
+        y = nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(B, T, D)
+        x = self.norm(x + self.proj(y))
+        return self.fc2(torch.relu(self.fc1(x)))  # (B, T, classes)
+
+
+def bench_train_step() -> dict:
+    from stacklab.tasks import TASKS
+    from stacklab.trainer import TrainConfig, _adamw
+
+    task = TASKS["reverse"]
+    network = stacklab.resolve(task.preset(16), ["B", 16], input_dtype="int64")
+    built = network.build(seed=0)
+    built.n0.check_ids = False  # as the trainer does
+    hand = HandWritten()
+    assert sum(p.numel() for p in hand.parameters()) == network.param_count
+    x, y = task.batch(64, 16, torch.Generator().manual_seed(0))
+    config = TrainConfig(task="reverse", lr=3e-3).filled()
+
+    def stepper(model):
+        optimizer = _adamw(model, config)
+
+        def step():
+            loss = nn.functional.cross_entropy(model(x).reshape(-1, 16), y.reshape(-1))
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+        return step
+
+    samples = interleaved({"stacklab": stepper(built), "hand": stepper(hand)}, reps=15, inner=20)
+    ratio = median_ratio(samples, "stacklab", "hand")
+    return {"stack": "reverse preset, B=64, T=16", "params": network.param_count,
+            "stacklab_ms": statistics.median(samples["stacklab"]) * 1e3,
+            "hand_ms": statistics.median(samples["hand"]) * 1e3,
+            "stacklab_over_hand": ratio, "targets": {"within_1_05x": ratio <= 1.05}}
+
+
+def bench_tasks() -> dict:
+    from stacklab.tasks import TASKS
+    from stacklab.trainer import train
+
+    out = {}
+    for name in TASKS:
+        times, steps = [], []
+        for seed in range(3):
+            run = train(task=name, seed=seed, target_accuracy=0.99, device="cpu")
+            assert run.final["accuracy"] >= 0.99, (name, seed, run.final)
+            times.append(run.seconds)
+            steps.append(run.step)
+        out[name] = {"median_seconds": statistics.median(times), "max_seconds": max(times),
+                     "steps": steps}
+    out["targets"] = {"all_under_5s": all(r["max_seconds"] < 5 for r in out.values())}
+    return out
+
+
 # ---------------------------------------------------------------- report
 
-SECTIONS = {"pos_embed": bench_pos_embed, "resolve": bench_resolve}
+SECTIONS = {"pos_embed": bench_pos_embed, "resolve": bench_resolve,
+            "train_step": bench_train_step, "tasks": bench_tasks}
 
 
 def print_tables(results: dict) -> None:
@@ -191,6 +268,19 @@ def print_tables(results: dict) -> None:
             if n_ops != "targets":
                 print(f"{n_ops:>7} {row['median_ms']:10.2f} {row['us_per_op']:7.1f}")
         print("targets:", results["resolve"]["targets"])
+    if "train_step" in results:
+        r = results["train_step"]
+        print(f"\ntraining step ({r['stack']}, {r['params']:,} parameters; median of 15 interleaved)")
+        print(f"stacklab {r['stacklab_ms']:.3f} ms  hand-written {r['hand_ms']:.3f} ms  "
+              f"ratio {r['stacklab_over_hand']:.3f}")
+        print("targets:", r["targets"])
+    if "tasks" in results:
+        print("\ntime to 99% held-out accuracy, preset at default settings (3 seeds)")
+        print(f"{'task':10} {'median s':>9} {'max s':>7}  steps")
+        for name, row in results["tasks"].items():
+            if name != "targets":
+                print(f"{name:10} {row['median_seconds']:9.2f} {row['max_seconds']:7.2f}  {row['steps']}")
+        print("targets:", results["tasks"]["targets"])
 
 
 def main(argv: list[str]) -> int:

@@ -102,7 +102,9 @@ def test_token_ids_outside_the_vocab_are_e_value():
         ids[1, 3] = bad
         with pytest.raises(StackError) as info:
             model(ids)
-        assert info.value.code == "E_VALUE" and f"token id {bad}" in info.value.message
+        err = info.value
+        assert err.code == "E_VALUE" and f"token id {bad}" in err.message
+        assert (err.node, err.line) == ("n0", 1) and "embedding(500, 16)" in str(err)
 
 
 def test_symbolic_length_is_checked_at_run_time():
@@ -127,7 +129,7 @@ def test_wrong_inputs_at_run_time():
     floats = resolve("pos_embed(8)\nlinear(2)", ["B", 4, 16]).build(seed=0)
     with pytest.raises(StackError) as info:
         floats(torch.randn(2, 4, 24))  # the model was built for 16 features
-    assert info.value.code == "E_SHAPE" and "[8, 16]" in info.value.message
+    assert info.value.code == "E_SHAPE" and "[B, 4, 16]" in info.value.message
     with pytest.raises(StackError) as info:
         floats(torch.ones(2, 4, 16, dtype=torch.long))
     assert info.value.code == "E_DTYPE"
@@ -145,13 +147,38 @@ def test_re_resolving_a_longer_input_keeps_the_same_module():
     out = model(torch.randint(0, 500, (2, 24)))
     assert out.shape == (2, 24, 4)
     assert torch.equal(model.n1.weight, trained)  # trained rows carried over, the rest untouched
+    with pytest.raises(StackError) as info:  # resolved for 24: another length needs a re-resolve
+        model(torch.randint(0, 500, (2, 5)))
+    assert info.value.code == "E_SHAPE" and "use_network" in info.value.hint
+    model.use_network(resolve(STEM, ["B", "T"], input_dtype="int64"))
     assert model(torch.randint(0, 500, (2, 5))).shape == (2, 5, 4)
     with pytest.raises(StackError) as info:
         model(torch.randint(0, 500, (2, 40)))
     assert info.value.code == "E_CONSTRAINT"
+    with pytest.raises(StackError) as info:
+        model.use_network(stem(T=12, dtype="float64"))
+    assert info.value.code == "E_DTYPE"
     with pytest.raises(StackError):
         model.use_network(resolve("embedding(500, 8)\npos_embed(32)\nlinear(4)", ["B", 12],
                                   input_dtype="int64"))
+
+
+def test_concrete_and_repeated_dims_are_enforced_at_run_time():
+    model = resolve("pos_embed(32)", [4, 12, 16]).build(seed=0)
+    with pytest.raises(StackError) as info:
+        model(torch.randn(3, 12, 16))
+    assert info.value.code == "E_SHAPE" and "[4, 12, 16]" in info.value.message
+    square = resolve("relu()", ["N", "N"]).build(seed=0)
+    assert square(torch.randn(5, 5)).shape == (5, 5)
+    with pytest.raises(StackError):
+        square(torch.randn(5, 6))
+
+
+def test_a_seeded_build_leaves_the_cuda_generator_alone(monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch.cuda, "manual_seed_all", lambda seed: calls.append(seed))
+    stem().build(seed=3)
+    assert calls == []
 
 
 def test_attention_causal_masks_the_future():

@@ -111,6 +111,23 @@ def test_docs_writes_the_reference(capsys, tmp_path):
         assert (tmp_path / "docs" / page.name).read_text() == page.read_text()
 
 
+def test_docs_leaves_other_files_alone(capsys, tmp_path):
+    (tmp_path / "README.md").write_text("mine")
+    (tmp_path / "retired_op.md").write_text(Path(__file__).parent.parent.joinpath(
+        "docs", "relu.md").read_text())  # a page an earlier version generated
+    assert run(capsys, "docs", "--out", str(tmp_path))[0] == 0
+    assert (tmp_path / "README.md").read_text() == "mine"
+    assert not (tmp_path / "retired_op.md").exists()
+
+
+def test_byte_order_mark_and_subcommand_usage(capsys, monkeypatch):
+    code, out, _ = run(capsys, "resolve", "-", "--input", "B,12,16",
+                       stdin="\ufeffpos_embed(32)\n".encode(), monkeypatch=monkeypatch)
+    assert code == 0 and "Parameters: 512" in out
+    code, _, err = run(capsys, "resolve", "missing.stack", "--input", "B,12")
+    assert code == 2 and err.startswith("usage: stacklab resolve")
+
+
 def test_console_script_and_module_entry_points(tmp_path):
     """Both real entry points, as a user runs them: one process each."""
     bin_dir = Path(sys.executable).parent

@@ -145,7 +145,7 @@ def test_budget_is_checked_before_anything_is_allocated():
     assert resolve("linear(1000)", ["B", 1000]).param_count == 1_001_000
     with pytest.raises(StackError) as info:
         resolve("linear(1000)", ["B", 1000], budget_bytes=1_000_000)
-    assert info.value.code == "E_BUDGET" and "linear(1000, true)" in info.value.message
+    assert info.value.code == "E_BUDGET" and "linear(1000, bias=true)" in info.value.message
 
 
 def test_network_is_frozen_and_json_able():
@@ -168,6 +168,35 @@ def test_unnamed_nodes_take_their_index():
 def test_ten_thousand_ops_resolve():
     net = resolve("relu()\n" * 10_000, ["B", 4])
     assert len(net.nodes) == 10_000 and net.param_count == 0
+
+
+def test_hints_can_be_followed():
+    e = error_of("mean_pool()\nmean_pool()")
+    assert "the op before it, mean_pool(), outputs [B, 16]" in e.hint
+    e = error_of("pos_embed(-32)")
+    assert "use a value >= 1; <= 2147483647, e.g. pos_embed(64)" in e.hint
+    e = error_of("linear(4)", ["B", "T"])
+    assert "[B, 16]" in e.hint
+    e = error_of("linear(4, bias=flase)", ["B", 3])
+    assert e.hint == "did you mean false?"
+
+
+def test_numpy_and_torch_integers_in_shapes():
+    import numpy as np
+    import torch
+
+    assert resolve("relu()", ["B", np.int64(12), torch.tensor(3)]).input_shape == ("B", 12, 3)
+    assert "sizes run from 1" in error_of("relu()", "B,99999999999999").message
+
+
+def test_non_ascii_digits_and_a_bad_budget():
+    assert error_of("pos_embed(\uff13\uff12)").code == "E_PARSE"
+    assert error_of("relu()", "B,\uff11\uff12").code == "E_SHAPE"
+    assert error_of("relu()", budget_bytes="x").code == "E_BUDGET"
+
+
+def test_a_byte_order_mark_is_ignored():
+    assert resolve("\ufeffpos_embed(32)", ["B", 12, 16]).param_count == 512
 
 
 def test_catalog_is_importable_from_the_package():

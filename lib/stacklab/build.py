@@ -53,6 +53,11 @@ class StackModule(nn.Module):
 
     def use_network(self, network: Network) -> "StackModule":
         """Serve a re-resolved ``network`` (e.g. a longer input) with the same parameters."""
+        if (network.dtype, network.input_dtype) != (self.network.dtype, self.network.input_dtype):
+            raise StackError("E_DTYPE", f"the model was built for dtype={self.network.dtype}, "
+                             f"input_dtype={self.network.input_dtype}, but this network has "
+                             f"dtype={network.dtype}, input_dtype={network.input_dtype}",
+                             hint="re-resolve with the dtypes the model was built with")
         mine = {k: tuple(v.shape) for k, v in self.named_parameters()}
         if network.state_shapes() != mine or [n.name for n in network.nodes] != list(self._modules):
             raise StackError("E_SHAPE", "this network does not have the parameters of the built "
@@ -65,9 +70,20 @@ class StackModule(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self._check_input(x)
-        for layer in self._modules.values():
-            x = layer(x)
+        name = None
+        try:
+            for name, layer in self._modules.items():
+                x = layer(x)
+        except StackError as err:
+            raise self._placed(err, name) from None
         return x
+
+    def _placed(self, err: StackError, name: str) -> StackError:
+        """The error of a layer, pointed at its node and source line."""
+        if err.line is not None:
+            return err
+        node = self.network.node(name)
+        return node.call.error(err.code, err.message, node=name, hint=err.hint)
 
     def _check_input(self, x: torch.Tensor) -> torch.Tensor:
         network = self.network
@@ -93,10 +109,20 @@ class StackModule(nn.Module):
 
     def _check_shape(self, shape: tuple[int, ...]) -> None:
         network = self.network
-        if len(shape) != len(network.input_shape):
-            raise StackError("E_SHAPE", f"the model takes inputs like {format_shape(network.input_shape)}"
-                             f", but got {format_shape(shape)}",
-                             hint=f"pass a tensor of {len(network.input_shape)} dims")
+        expected = network.input_shape
+        symbols: dict[str, int] = {}
+        fits = len(shape) == len(expected)
+        for want, have in zip(expected, shape):
+            if isinstance(want, int):
+                fits = fits and want == have
+            else:
+                fits = fits and symbols.setdefault(want, have) == have
+        if not fits:
+            raise StackError(
+                "E_SHAPE", f"the model was resolved for inputs {format_shape(expected)}, but got "
+                f"{format_shape(shape)}",
+                hint="for another length, re-resolve the stack with it and call "
+                     "model.use_network(network); or resolve with a symbol such as T")
         bound = [(n.index, n.name, n.spec, n.args, n.call) for n in network.nodes]
         nodes, _, _ = propagate(bound, shape, network.input_dtype, network.dtype)
         for built, seen in zip(network.nodes, nodes):
@@ -116,7 +142,7 @@ def build(network: Network, seed: int | None = None,
     rng = torch.random.fork_rng(devices=[]) if seed is not None else contextlib.nullcontext()
     with rng:
         if seed is not None:
-            torch.manual_seed(seed)
+            torch.default_generator.manual_seed(seed)  # the CPU generator only; CUDA's is untouched
         layers = [(node.name, node.spec.module(node.env, network.dtype)) for node in network.nodes]
     model = StackModule(network, layers)
     if device is not None:

@@ -109,7 +109,7 @@ def read_source(path: str, parser: argparse.ArgumentParser) -> str:
         raise StackError("E_PARSE", f"the stack is over {MAX_SOURCE_CHARS:,} characters",
                          hint="shorten the stack")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise StackError("E_PARSE", f"the stack is not UTF-8 text (byte {err.start} is "
                          f"0x{data[err.start]:02x})", hint="save the stack as UTF-8 text") from None
@@ -244,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        return COMMANDS[args.command](args, parser) or 0
+        command_parser = parser._subparsers._group_actions[0].choices[args.command]
+        return COMMANDS[args.command](args, command_parser) or 0
     except StackError as err:
         print(err, file=sys.stderr)
         return 1

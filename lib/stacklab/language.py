@@ -17,6 +17,7 @@ dataclasses that keep their source spans for error messages.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -110,7 +111,7 @@ _TOKEN = re.compile(
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<punct>[(),=+-])
     """,
-    re.VERBOSE,
+    re.VERBOSE | re.ASCII,  # ASCII digits only: "３２" is not 32
 )
 _ESCAPES = {"\\": "\\", '"': '"', "'": "'", "n": "\n", "t": "\t"}
 _BOOLS = {"true": True, "false": False}
@@ -131,6 +132,8 @@ def parse(source: str) -> Stack:
         raise StackError("E_PARSE", f"a stack is text, not {type(source).__name__}",
                          hint="pass the stack source as a str")
     _check_bounds(source)
+    if source.startswith("\ufeff"):  # a byte-order mark, as some editors save UTF-8
+        source = source[1:]
     calls = []
     for number, raw in enumerate(source.split("\n"), start=1):
         line_text = raw[:-1] if raw.endswith("\r") else raw
@@ -221,6 +224,8 @@ def _parse_line(tokens: list[_Token], line_text: str, number: int) -> Call:
     seen_keyword = False
     while not (tokens[pos].kind == "punct" and tokens[pos].text == ")"):
         start = tokens[pos]
+        if start.kind == "end":
+            expect("punct", ")", "')'")
         key = None
         if start.kind == "name" and tokens[pos + 1].text == "=" and tokens[pos + 1].kind == "punct":
             key = start.text
@@ -284,9 +289,10 @@ def _parse_value(tokens: list[_Token], pos: int, line_text: str, number: int) ->
                     len(token.text), hint=f"write {token.text.lower()}")
     else:
         found = "the end of the line" if token.kind == "end" else repr(token.text)
-        hint = "write a number, true or false, or a quoted string"
-        if token.kind == "name":
-            hint += f' (such as "{token.text}")'
+        hint = "write a number, true or false"
+        close = difflib.get_close_matches(token.text.lower(), list(_BOOLS), n=1, cutoff=0.6)
+        if token.kind == "name" and close:
+            hint = f"did you mean {close[0]}?"
         raise _fail(f"expected a value, found {found}", line_text, number, token.col,
                     token.end_col - token.col, hint=hint)
     return Value(value, text, span), pos + 1

@@ -62,6 +62,9 @@ def _gc_paused():
 
 
 def _resolve(source, input_shape, input_dtype, dtype, budget_bytes) -> Network:
+    if isinstance(budget_bytes, bool) or not isinstance(budget_bytes, int) or budget_bytes < 0:
+        raise StackError("E_BUDGET", f"budget_bytes must be a whole number of bytes, not "
+                         f"{budget_bytes!r}", hint="pass e.g. budget_bytes=2**30")
     stack = parse(source)
     shape = parse_input_shape(input_shape)
     dtype = check_dtype(dtype, role="compute dtype", allow_index=False)
@@ -144,14 +147,12 @@ def _arg_hint(spec: OpSpec, key: str) -> str:
 
 
 def _example_call(spec: OpSpec) -> str:
-    values = []
-    for arg in spec.args:
-        if arg.required:
-            if arg.type is float:
-                values.append("0.1")
-            else:
-                values.append(str(int(max(arg.minimum or 1, 16 if arg.type is int else 1))))
-    return f"{spec.name}({', '.join(values)})"
+    """A valid call, from the first example of the spec (or made up from the ranges)."""
+    for example in spec.examples:
+        for line in example.stack.splitlines():
+            if line.startswith(spec.name + "(") and (line != f"{spec.name}()" or not spec.args):
+                return line
+    return f"{spec.name}({', '.join('16' for arg in spec.args if arg.required)})"
 
 
 def _convert(spec: OpSpec, arg: Arg, argument: Argument, call: Call, node: str | None) -> object:
@@ -167,7 +168,8 @@ def _convert(spec: OpSpec, arg: Arg, argument: Argument, call: Call, node: str |
     problem = arg.problem(value)
     if problem:
         raise _arg_error(call, node, f"{problem}, not {argument.value.text}", span=argument.value.span,
-                         hint=f"{arg.name}: {arg.description}")
+                         hint=f"use a value {arg.constraints}, e.g. {_example_call(spec)} "
+                              f"({arg.name}: {arg.description[0].lower()}{arg.description[1:]})")
     return value
 
 
@@ -200,14 +202,15 @@ def propagate(bound, shape: Shape, input_dtype: str, dtype: str):
         _check_dtype(spec, port.dtype, current_dtype, call, name)
         binding = port.pattern.bind(current)
         if binding is None:
-            raise _shape_mismatch(spec, current, call, name)
+            raise _shape_mismatch(spec, current, call, name, nodes[-1] if nodes else None)
         for dim_name in spec.static:
             if isinstance(binding[dim_name], str):
                 raise call.error(
                     "E_SHAPE", f"{spec.name} needs the size of {dim_name} in "
                     f"{port.pattern} to size its parameters, but it is the symbol "
                     f"{binding[dim_name]!r}", node=name,
-                    hint="give that dim as a number in the input shape, e.g. [B, T, 16]")
+                    hint="give that dim as a number in the input shape, e.g. "
+                         + format_shape(tuple(16 if d == binding[dim_name] else d for d in shape)))
         env = {k: v for k, v in binding.items() if k != "..."}
         env.update(args)
         for constraint in spec.constraints:
@@ -257,31 +260,30 @@ def _check_dtype(spec: OpSpec, wanted: str, current: str, call: Call, name: str)
                      hint="turn ids into vectors first: put embedding(vocab, dim) before it")
 
 
-def _shape_mismatch(spec: OpSpec, shape: Shape, call: Call, name: str) -> StackError:
+def _shape_mismatch(spec: OpSpec, shape: Shape, call: Call, name: str, previous) -> StackError:
     pattern = spec.inputs[0].pattern
     rank = pattern.fixed_rank
     wanted = f"at least {rank}" if pattern.has_ellipsis else f"{rank}"
     hint = f"give {spec.name} an input of {wanted} dims, like {pattern}"
-    if not pattern.has_ellipsis and len(shape) < rank:
+    if previous is not None:
+        hint += f"; the op before it, {previous.call_text}, outputs {format_shape(shape)}"
+    elif len(shape) < rank:
         hint += "; for a sequence of token ids, put embedding(vocab, dim) first"
-    if not pattern.has_ellipsis and len(shape) > rank:
-        hint += "; mean_pool() or linear(...) may come earlier than intended"
     return call.error("E_SHAPE", f"{spec.name} expects {pattern} ({wanted} dims), but its input "
                       f"is {format_shape(shape)} ({len(shape)} dims)", node=name, hint=hint)
 
 
 def _over_budget(nodes, param_count: int, param_bytes: int, budget: int, dtype: str) -> StackError:
     biggest = max(nodes, key=lambda n: n.param_count)
-    call = biggest.call
-    args = ", ".join(format_value(v) for v in biggest.args.values())
-    return call.error(
+    what = biggest.spec.args[0].name if biggest.spec.args else "input"
+    return biggest.call.error(
         "E_BUDGET",
         f"the network needs {param_count:,} parameters ({_bytes(param_bytes)} of {dtype}), over "
-        f"the memory budget of {_bytes(budget)}; {biggest.spec.name}({args}) alone holds "
+        f"the memory budget of {_bytes(budget)}; {biggest.call_text} alone holds "
         f"{biggest.param_count:,}",
         node=biggest.name,
-        hint=f"make {biggest.name} smaller (e.g. a smaller "
-             f"{biggest.spec.args[0].name if biggest.spec.args else 'input'}), or raise the budget",
+        hint=f"make {biggest.name} smaller (a smaller {what}); from Python, "
+             "resolve(..., budget_bytes=N) sets another budget",
     )
 
 

@@ -13,6 +13,7 @@ gives each name its dim, and ``...`` takes any number of leading dims.
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass
 
@@ -25,7 +26,7 @@ Shape = tuple[Dim, ...]
 
 MAX_RANK = 8
 MAX_DIM = 2_147_483_647
-_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,31}\Z")
+_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,31}\Z", re.ASCII)
 
 COMPUTE_DTYPES = {
     "float32": torch.float32,
@@ -116,7 +117,7 @@ def parse_input_shape(value) -> Shape:
         if len(value) > 400:
             raise StackError("E_SHAPE", "the input shape text is too long", hint=hint)
         parts = [p.strip() for p in value.split(",")] if value.strip() else []
-        items: list[object] = [int(p) if re.fullmatch(r"[+-]?\d{1,12}", p) else p for p in parts]
+        items: list[object] = [int(p) if re.fullmatch(r"[+-]?[0-9]{1,30}", p) else p for p in parts]
     elif isinstance(value, (list, tuple)):
         items = list(value)
     else:
@@ -129,6 +130,11 @@ def parse_input_shape(value) -> Shape:
                          hint=hint)
     shape: list[Dim] = []
     for position, item in enumerate(items):
+        if not isinstance(item, (bool, str)):
+            try:
+                item = operator.index(item)  # numpy and torch integers too
+            except TypeError:
+                pass
         if isinstance(item, bool) or not isinstance(item, (int, str)):
             raise StackError("E_SHAPE", f"input dim {position} is {item!r}, not a size or symbol",
                              hint=hint)

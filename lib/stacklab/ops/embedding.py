@@ -31,12 +31,14 @@ class Embedding(nn.Module):
                              op="embedding", hint="pass a torch.long (int64) tensor of ids")
         if self.check_ids and ids.numel():
             low, high = int(ids.min()), int(ids.max())
-            if low < 0 or high >= self.vocab:
-                bad = low if low < 0 else high
+            if low < 0:
+                raise StackError("E_VALUE", f"token id {low} is outside [0, {self.vocab})",
+                                 op="embedding", hint="token ids are never negative")
+            if high >= self.vocab:
                 raise StackError(
-                    "E_VALUE", f"token id {bad} is outside [0, {self.vocab})", op="embedding",
-                    hint=f"keep ids below the vocabulary size, or use embedding({max(high + 1, self.vocab)}, ...)",
-                )
+                    "E_VALUE", f"token id {high} is outside [0, {self.vocab})", op="embedding",
+                    hint=f"keep ids below {self.vocab}, or use embedding({high + 1}, "
+                         f"{self.weight.shape[1]}) to make room for them")
         return F.embedding(ids, self.weight)
 
     def extra_repr(self) -> str:
