@@ -16,6 +16,8 @@ from .language import parse
 from .network import Network, Node, Requirement
 from .resolve import DEFAULT_BUDGET_BYTES, resolve
 from .spec import OpSpec, catalog, get_op
+from .tasks import TASKS, Task, get_task
+from .trainer import Run, TrainConfig, Trainer, train
 
 __all__ = [
     "CODES",
@@ -24,12 +26,19 @@ __all__ = [
     "Node",
     "OpSpec",
     "Requirement",
+    "Run",
+    "TASKS",
+    "Task",
+    "TrainConfig",
+    "Trainer",
     "StackError",
     "StackModule",
     "catalog",
     "get_op",
+    "get_task",
     "parse",
     "pick_device",
     "resolve",
+    "train",
 ]
 __version__ = "0.1.0"

@@ -9,7 +9,7 @@ shape and dtype against the network, and that all values are finite.
 >>> path = os.path.join(tempfile.mkdtemp(), "model.safetensors")
 >>> save_checkpoint(path, net.build(seed=0), {"seed": 0})
 >>> load_checkpoint(path).network.param_count
-40
+32
 """
 
 from __future__ import annotations

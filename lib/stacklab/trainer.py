@@ -221,7 +221,7 @@ class Trainer:
         tables = {name: m for name, m in model.named_modules() if isinstance(m, PosEmbed)}
         run.initial_tables = {name: m.weight.detach().float().cpu().clone() for name, m in tables.items()}
         grad_sum = {name: torch.zeros(m.max_len, device=device) for name, m in tables.items()}
-        snapshot_every = max(1, config.steps // MAX_SNAPSHOTS)
+        snapshot_every = max(1, math.ceil(config.steps / MAX_SNAPSHOTS))
         run.snapshots = {name: [(0, t.clone())] for name, t in run.initial_tables.items()}
         generator = torch.Generator().manual_seed(config.seed)
         eval_x, eval_y = task.eval_set(config.seq_len, device=device)

@@ -1,0 +1,77 @@
+"""A run as one self-contained HTML page: the task, the stack, the network report and every figure.
+
+plotly.js is inlined once, with the first figure, so the page opens offline:
+
+    from pathlib import Path
+    run = stacklab.trainer.train(task="modular", steps=300)
+    Path("report.html").write_text(report_html(run), encoding="utf-8")
+"""
+
+from __future__ import annotations
+
+import html
+
+import plotly.io as pio
+
+from .figures import run_figures
+
+STYLE = """
+body { font-family: system-ui, sans-serif; max-width: 980px; margin: 2em auto; padding: 0 1em;
+       color: #222; line-height: 1.45; }
+pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.9em; }
+table.settings td { padding: 0.1em 1.2em 0.1em 0; }
+section.figure { margin: 2.5em 0; }
+p.caption { color: #444; }
+p.error { color: #a00; }
+"""
+
+
+def _settings_rows(run) -> str:
+    config = run.config
+    final = run.final
+    rows = [
+        ("status", run.status),
+        ("trained length T", config.seq_len),
+        ("steps", f"{run.step} of {config.steps}"),
+        ("batch size", config.batch_size),
+        ("learning rate", f"{config.lr:g}"),
+        ("weight decay", f"{config.weight_decay:g}"),
+        ("seed", config.seed),
+        ("device", run.device),
+        ("time", f"{run.seconds:.1f} s"),
+        ("final held-out accuracy", f"{final['accuracy']:.1%}"),
+        ("final held-out loss", f"{final['loss']:.4f}"),
+    ]
+    return "".join(f"<tr><td>{html.escape(name)}</td><td>{html.escape(str(value))}</td></tr>"
+                   for name, value in rows)
+
+
+def report_html(run) -> str:
+    """The whole report of ``run`` as an HTML page that needs no network to view."""
+    esc = html.escape
+    task = run.task
+    parts = [
+        "<!DOCTYPE html>",
+        "<html lang='en'><head><meta charset='utf-8'>",
+        f"<title>stacklab run: {esc(task.name)}</title>",
+        f"<style>{STYLE}</style></head><body>",
+        f"<h1>stacklab run: task <code>{esc(task.name)}</code></h1>",
+        f"<p>{esc(task.description)}</p>",
+        f"<p><strong>What the position table should learn:</strong> {esc(task.pattern)}</p>",
+    ]
+    if run.error:
+        parts.append(f"<p class='error'>{esc(run.error)}</p>")
+    parts += [
+        f"<table class='settings'>{_settings_rows(run)}</table>",
+        "<h2>Stack</h2>",
+        f"<pre class='source'>{esc(run.network.source)}</pre>",
+        "<h2>Network</h2>",
+        f"<pre class='network'>{esc(run.network.table())}</pre>",
+    ]
+    for index, (title, caption, figure) in enumerate(run_figures(run)):
+        div = pio.to_html(figure, include_plotlyjs=index == 0, full_html=False,
+                          config={"displaylogo": False})
+        parts.append(f"<section class='figure'><h2>{esc(title)}</h2>"
+                     f"<p class='caption'>{esc(caption)}</p>{div}</section>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,111 @@
+"""`stacklab train` and `stacklab tasks`, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stacklab.checkpoint import load_checkpoint
+from stacklab.cli import main
+
+METRIC_KEYS = {"task", "seq_len", "steps", "seconds", "device", "final", "history",
+               "position_tables"}
+
+
+def run_cli(capsys, *argv):
+    try:
+        code = main(list(argv))
+    except SystemExit as exit_:
+        code = exit_.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def reverse_run(tmp_path_factory):
+    """The issue's own command, in a real process: progress bar on stderr, three files."""
+    out = tmp_path_factory.mktemp("run")
+    done = subprocess.run([sys.executable, "-m", "stacklab", "train", "--task", "reverse",
+                           "--seq-len", "16", "--weight-decay", "0", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return out, done.stderr
+
+
+def test_train_writes_model_metrics_and_report(reverse_run):
+    out, stderr = reverse_run
+    assert {p.name for p in out.iterdir()} == {"model.safetensors", "metrics.json", "report.html"}
+    assert "[########################] " in stderr and "held-out acc" in stderr
+    assert "finished:" in stderr
+
+
+def test_metrics_follow_the_schema_and_rows_beyond_t_are_zero(reverse_run):
+    metrics = json.loads((reverse_run[0] / "metrics.json").read_text())
+    assert set(metrics) == METRIC_KEYS
+    assert metrics["task"] == "reverse" and metrics["seq_len"] == 16
+    assert set(metrics["final"]) == {"accuracy", "loss"} and metrics["final"]["accuracy"] >= 0.99
+    assert all(set(h) == {"step", "loss", "accuracy"} for h in metrics["history"])
+    [(node, table)] = metrics["position_tables"].items()
+    assert set(table) == {"max_len", "row_grad_norm", "row_drift"}
+    assert table["max_len"] == len(table["row_grad_norm"]) == len(table["row_drift"]) == 32
+    assert all(g > 0 for g in table["row_grad_norm"][:16])
+    assert all(g == 0 for g in table["row_grad_norm"][16:])
+    assert all(d == 0 for d in table["row_drift"][16:])
+
+
+def test_the_checkpoint_loads_back_with_its_metadata(reverse_run):
+    loaded = load_checkpoint(reverse_run[0] / "model.safetensors")
+    meta = loaded.metadata
+    assert meta["task"] == "reverse" and meta["seq_len"] == "16" and meta["seed"] == "0"
+    assert meta["device"] == "cpu" and meta["torch"] and meta["input_dtype"] == "int64"
+    assert loaded.network.input_shape == ("B", 16)
+
+
+def test_report_is_self_contained(reverse_run):
+    html = (reverse_run[0] / "report.html").read_text()
+    assert html.count("<script") >= 2 and "<script src=" not in html
+
+
+def test_train_from_a_file_with_weight_decay(capsys, tmp_path):
+    stack = tmp_path / "s.stack"
+    stack.write_text("embedding(8, 32)\npos_embed(64)\nlinear(128)\nrelu()\nlinear(8)\n")
+    code, _, err = run_cli(capsys, "train", str(stack), "--task", "modular", "--steps", "40",
+                           "--weight-decay", "0.5", "--out", str(tmp_path / "r"))
+    assert code == 0, err
+    table = json.loads((tmp_path / "r" / "metrics.json").read_text())["position_tables"]["n1"]
+    assert all(g == 0 for g in table["row_grad_norm"][32:])
+    assert all(d > 0 for d in table["row_drift"][32:])  # decay moves rows no gradient reached
+
+
+@pytest.mark.parametrize("argv, code, words", [
+    (["train", "--task", "nope", "--out", "x"], 1, "E_ARG"),
+    (["train", "--task", "reverse", "--steps", "-3", "--out", "x"], 2, "--steps"),
+    (["train", "--task", "reverse", "--lr", "inf", "--out", "x"], 2, "--lr"),
+    (["train", "--task", "reverse", "--device", "tpu", "--out", "x"], 2, "invalid choice"),
+    (["train", "--task", "reverse"], 2, "--out"),
+    (["train", "missing.stack", "--task", "reverse", "--out", "x"], 2, "cannot read"),
+])
+def test_bad_train_arguments(capsys, argv, code, words):
+    got, _, err = run_cli(capsys, *argv)
+    assert got == code and words in err and "Traceback" not in err
+
+
+def test_a_stack_that_does_not_fit_exits_1(capsys, tmp_path):
+    stack = tmp_path / "s.stack"
+    stack.write_text("embedding(16, 32)\npos_embed(32)\nlinear(4)\n")
+    code, _, err = run_cli(capsys, "train", str(stack), "--task", "reverse", "--out",
+                           str(tmp_path / "r"))
+    assert code == 1 and "use linear(16)" in err
+
+
+def test_tasks_lists_every_task(capsys):
+    code, out, _ = run_cli(capsys, "tasks", "--json")
+    tasks = json.loads(out)
+    assert code == 0 and {t["name"] for t in tasks} >= {"reverse", "shift", "modular", "position", "sort"}
+    assert all(set(t) == {"name", "vocab", "description", "output", "preset"} for t in tasks)
+    code, out, _ = run_cli(capsys, "tasks")
+    assert code == 0 and out.startswith("name") and "reverse" in out

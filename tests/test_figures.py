@@ -1,0 +1,291 @@
+"""Figures of SPEC §9, checked by their data (no browser): real short training runs, no mocks."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import html
+import json
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+
+from stacklab import analysis, figures
+from stacklab.report_html import report_html
+from stacklab.trainer import train
+
+# The modular preset with a comment that needs escaping in HTML.
+MODULAR_SOURCE = ("# modular <b>&</b> \"stripes\"\nembedding(8, 32)\npos_embed(64)\nlinear(128)\n"
+                  "relu()\nlinear(8)")
+T = 32  # modular's default trained length
+
+
+@pytest.fixture(scope="module")
+def modular():
+    run = train(MODULAR_SOURCE, task="modular", steps=150)
+    assert run.status == "finished"
+    return run
+
+
+@pytest.fixture(scope="module")
+def reverse():
+    run = train(task="reverse", steps=60)  # attention after the table; T = 16, max_len = 32
+    assert run.status == "finished"
+    return run
+
+
+@pytest.fixture(scope="module")
+def long_table():
+    """A run whose position table has 2048 rows, only the first 32 trained."""
+    run = train("embedding(8, 16)\npos_embed(2048)\nlinear(8)", task="modular", steps=45)
+    assert run.status == "finished"
+    return run
+
+
+@pytest.fixture(scope="module")
+def modular_figures(modular):
+    return figures.run_figures(modular)
+
+
+def shape_positions(fig: go.Figure, kind: str) -> list[float]:
+    """x of the vertical lines (``kind="x"``) or y of the horizontal ones (``"y"``)."""
+    out = []
+    for shape in fig.layout.shapes:
+        if shape.type != "line":
+            continue
+        if kind == "x" and shape.x0 == shape.x1 and shape.xref == "x":
+            out.append(shape.x0)
+        if kind == "y" and shape.y0 == shape.y1 and shape.yref == "y":
+            out.append(shape.y0)
+    return out
+
+
+def annotation_text(fig: go.Figure) -> str:
+    return " ".join(a.text for a in fig.layout.annotations)
+
+
+# --- similarity heatmaps ----------------------------------------------------------------
+
+
+def test_cosine_heatmap_is_symmetric_with_unit_diagonal_and_marks_T(modular):
+    fig = figures.similarity_heatmap(modular.table("n1"), "cosine", trained_len=T)
+    z = fig.data[0].z
+    assert z.shape == (64, 64) and z.dtype == np.float32
+    np.testing.assert_allclose(z, z.T, atol=1e-6)
+    np.testing.assert_allclose(z.diagonal(), 1.0, atol=1e-5)
+    assert fig.data[0].zmin == -1 and fig.data[0].zmax == 1
+    assert shape_positions(fig, "x") == [T - 0.5] and shape_positions(fig, "y") == [T - 0.5]
+    assert f"T = {T}" in annotation_text(fig)
+    assert "cosine" in fig.data[0].hovertemplate
+
+
+def test_modular_cosine_heatmap_has_stripes_every_8_rows(modular):
+    z = figures.similarity_heatmap(modular.table("n1")).data[0].z[:T, :T]
+    eight_apart = np.mean([z[i, i + 8] for i in range(T - 8)])
+    others = np.mean([z[i, i + k] for i in range(T - 8) for k in range(1, 8)])
+    assert eight_apart > 0.8 > others + 0.5
+
+
+def test_dot_heatmap_holds_the_dot_products(modular):
+    table = modular.table("n1")
+    fig = figures.similarity_heatmap(table, "dot")
+    np.testing.assert_allclose(fig.data[0].z, (table @ table.T).numpy(), rtol=1e-5, atol=1e-5)
+    assert fig.data[0].zmid is None and fig.data[0].zmin == -fig.data[0].zmax
+    assert shape_positions(fig, "x") == []  # no trained_len given, nothing marked
+    with pytest.raises(ValueError, match="cosine"):
+        figures.similarity_heatmap(table, "euclid")
+
+
+def test_2048_row_heatmap_is_binned_and_compact(long_table):
+    table = long_table.table("n1")  # (2048, 16)
+    fig = figures.similarity_heatmap(table, trained_len=T)
+    size = len(fig.to_json())
+    assert size < 1_000_000, size
+    z = fig.data[0].z
+    assert z.shape == (342, 342)  # 6 rows per cell
+    assert fig.data[0].x[:2] == ("0-5", "6-11") and fig.data[0].x[-1] == "2046-2047"
+    assert "rows %{y}" in fig.data[0].hovertemplate and "6 × 6 rows" in fig.layout.title.text
+    full = analysis.similarity(table).numpy()
+    assert z[1, 2] == pytest.approx(full[6:12, 12:18].mean(), abs=1e-5)
+    assert z[-1, -1] == pytest.approx(full[2046:, 2046:].mean(), abs=1e-5)
+    assert shape_positions(fig, "x") == [T / 6 - 0.5]
+
+
+# --- query-key and snapshots ------------------------------------------------------------
+
+
+def test_query_key_heatmap_shows_analysis_scores(reverse, modular):
+    fig = figures.query_key_heatmap(reverse, "n1")
+    expected = analysis.query_key_similarity(reverse, "n1").numpy()
+    assert fig.data[0].z.shape == (16, 16)
+    np.testing.assert_allclose(fig.data[0].z, expected, rtol=1e-5, atol=1e-5)
+    assert fig.layout.xaxis.title.text.startswith("key") and fig.layout.yaxis.title.text.startswith("query")
+    assert figures.query_key_heatmap(modular, "n1") is None  # modular's preset has no attention
+
+
+def test_snapshot_heatmaps_frames_and_slider_follow_the_snapshots(modular):
+    snapshots = modular.snapshots["n1"]
+    fig = figures.snapshot_heatmaps(modular, "n1")
+    count = min(len(snapshots), figures.MAX_FRAMES)
+    assert len(fig.frames) == count
+    steps = [step.label for step in fig.layout.sliders[0].steps]
+    assert steps == [frame.name for frame in fig.frames]
+    snapshot_steps = {str(step) for step, _ in snapshots}
+    assert set(steps) <= snapshot_steps
+    assert steps[0] == "0" and steps[-1] == str(snapshots[-1][0])
+    assert [int(s) for s in steps] == sorted(int(s) for s in steps)
+    np.testing.assert_allclose(fig.frames[-1].data[0].z,
+                               analysis.similarity(snapshots[-1][1]).numpy(), atol=1e-5)
+    labels = [button.label for button in fig.layout.updatemenus[0].buttons]
+    assert any("Play" in label for label in labels) and any("Pause" in label for label in labels)
+    assert shape_positions(fig, "x") == [T - 0.5]
+
+
+def test_snapshot_heatmaps_of_a_2048_row_table_stay_compact(long_table):
+    many = [(i, table) for i, (_, table) in enumerate(long_table.snapshots["n1"] * 3)]
+    assert len(many) > figures.MAX_FRAMES
+    fig = figures.snapshot_heatmaps(dataclasses.replace(long_table, snapshots={"n1": many}),
+                                    "n1", kind="dot")
+    assert len(fig.frames) == figures.MAX_FRAMES  # frames were thinned
+    assert len(fig.to_json()) < 2_000_000
+    side = fig.frames[0].data[0].z.shape[0]
+    assert side * side * len(fig.frames) <= figures.ANIMATION_CELLS
+    limits = {fig.data[0].zmin, -fig.data[0].zmax}
+    assert len(limits) == 1  # one fixed colour scale for every frame
+
+
+# --- per-row plots ----------------------------------------------------------------------
+
+
+def test_grad_norm_plot_is_exactly_zero_past_T(modular):
+    fig = figures.grad_norm_plot(modular.row_grad_norm["n1"], T)
+    y = fig.data[0].y
+    assert len(y) == 64
+    assert (y[T:] == 0).all() and (y[:T] > 0).all()
+    assert shape_positions(fig, "x") == [T - 0.5]
+    assert f"rows ≥ {T} got exactly zero gradient" in annotation_text(fig)
+
+
+def test_drift_plot_without_weight_decay_leaves_untrained_rows(modular):
+    fig = figures.drift_plot(modular.row_drift("n1"), T)
+    y = fig.data[0].y
+    assert (y[T:] == 0).all() and (y[:T] > 0).all()
+    assert shape_positions(fig, "x") == [T - 0.5]
+    assert "never moved" in annotation_text(fig)
+
+
+def test_drift_plot_with_weight_decay_says_untrained_rows_move():
+    run = train(MODULAR_SOURCE, task="modular", steps=20, weight_decay=0.5)
+    assert (run.row_grad_norm["n1"][T:] == 0).all()
+    fig = figures.drift_plot(run.row_drift("n1"), T, weight_decay=0.5)
+    assert (fig.data[0].y[T:] > 0).all()
+    assert "weight decay 0.5" in annotation_text(fig) and "no gradient" in annotation_text(fig)
+
+
+# --- PCA, length probe, learned vs sinusoidal, curves -----------------------------------
+
+
+@pytest.mark.parametrize("dims", [2, 3])
+def test_pca_plot_titles_give_explained_variance(modular, dims):
+    table = modular.table("n1")
+    fig = figures.pca_plot(table, trained_len=T, dims=dims)
+    explained = analysis.pca(table, dims).explained
+    axes = ([fig.layout.xaxis, fig.layout.yaxis] if dims == 2 else
+            [fig.layout.scene.xaxis, fig.layout.scene.yaxis, fig.layout.scene.zaxis])
+    for i, axis in enumerate(axes):
+        assert axis.title.text == f"PC{i + 1} ({explained[i].item():.1%} of variance)"
+    line, trained, untrained = fig.data
+    assert line.mode == "lines" and len(line.x) == 64  # consecutive positions joined
+    assert list(trained.customdata) == list(range(T))
+    assert list(untrained.customdata) == list(range(T, 64))
+    assert trained.marker.symbol != untrained.marker.symbol
+    assert list(trained.marker.color) == list(range(T))  # coloured by position
+    expected = analysis.pca(table, dims).coords.numpy()
+    np.testing.assert_allclose(trained.x, expected[:T, 0], atol=1e-5)
+    with pytest.raises(ValueError):
+        figures.pca_plot(table, dims=4)
+
+
+def test_pca_plot_of_modular_repeats_every_8_rows(modular):
+    trained = figures.pca_plot(modular.table("n1"), trained_len=T).data[1]
+    xy = np.stack([trained.x, trained.y], axis=1)
+    assert np.abs(xy[:-8] - xy[8:]).max() < 0.2 * np.abs(xy).max()
+
+
+def test_length_probe_plot_has_one_point_per_position_and_a_cliff(modular):
+    probe = analysis.length_probe(modular)
+    fig = figures.length_probe_plot(probe)
+    assert probe.probe_len == 64 and len(fig.data[0].y) == probe.probe_len
+    np.testing.assert_allclose(fig.data[0].y, probe.accuracy.numpy())
+    assert shape_positions(fig, "x") == [T - 0.5]
+    assert probe.inside > 0.9 and probe.beyond < 0.5  # the cliff
+    assert "never trained" in annotation_text(fig)
+
+
+def test_learned_vs_sinusoidal_compares_same_size_tables(modular):
+    table = modular.table("n1")
+    fig = figures.learned_vs_sinusoidal(table, T)
+    learned, sinusoidal = fig.data
+    assert learned.z.shape == sinusoidal.z.shape == (T, T)
+    np.testing.assert_allclose(learned.z, analysis.similarity(table[:T]).numpy(), atol=1e-5)
+    np.testing.assert_allclose(sinusoidal.z,
+                               analysis.similarity(analysis.sinusoidal_table(T, 32)).numpy(),
+                               atol=1e-5)
+    assert learned.xaxis != sinusoidal.xaxis  # side by side
+
+
+def test_training_curves_follow_history(modular):
+    fig = figures.training_curves(modular.history, modular.train_loss)
+    names = [trace.name for trace in fig.data]
+    assert names == ["training loss (one batch)", "held-out loss", "held-out accuracy"]
+    history_steps = [entry["step"] for entry in modular.history]
+    assert list(fig.data[1].x) == history_steps
+    assert list(fig.data[2].y) == pytest.approx([e["accuracy"] for e in modular.history])
+    assert len(fig.data[0].x) == len(modular.train_loss)
+    assert fig.layout.yaxis.type == "log"
+    without = figures.training_curves(modular.history)
+    assert [trace.name for trace in without.data] == names[1:]
+
+
+# --- everything for a run, and the HTML report ------------------------------------------
+
+
+def test_run_figures_lists_what_applies(modular_figures, reverse):
+    titles = [title for title, _, _ in modular_figures]
+    assert titles == ["Training curves", "Cosine similarity of the rows",
+                      "Dot-product similarity of the rows", "Similarity during training",
+                      "Gradient per row", "Drift from initialisation", "PCA of the rows (2D)",
+                      "PCA of the rows (3D)", "Length probe", "Learned vs sinusoidal"]
+    for title, caption, figure in modular_figures:
+        assert isinstance(figure, go.Figure) and figure.layout.title.text
+        assert caption.endswith(".") and caption.count(". ") <= 1, caption
+    assert "every 8 rows" in modular_figures[1].caption  # the task's pattern
+    assert "falls off a cliff" in dict((t, c) for t, c, _ in modular_figures)["Length probe"]
+    reverse_titles = [title for title, _, _ in figures.run_figures(reverse)]
+    assert "Query-key scores" in reverse_titles
+
+
+def test_run_figures_without_a_position_table_shows_only_curves():
+    run = train("embedding(8, 32)\nsin_pos(64)\nlinear(8)", task="modular", steps=5)
+    assert [title for title, _, _ in figures.run_figures(run)] == ["Training curves"]
+
+
+def test_report_html_is_self_contained(modular, modular_figures):
+    page = report_html(modular)
+    assert page.startswith("<!DOCTYPE html>")
+    assert page.count("* plotly.js v") == 1  # the library, inlined once
+    assert "<script src=" not in page  # nothing fetched from the network
+    assert page.count('class="plotly-graph-div"') == len(modular_figures)
+    assert html.escape(MODULAR_SOURCE) in page and "<b>&</b>" not in page
+    assert html.escape(modular.network.table()) in page
+    assert f"{modular.final['accuracy']:.1%}" in page and f"{modular.final['loss']:.4f}" in page
+    for title, caption, _ in modular_figures:
+        assert f"<h2>{html.escape(title)}</h2>" in page and html.escape(caption) in page
+    assert modular.task.description in page
+
+
+def test_figures_serialize_to_plain_json(modular_figures):
+    for _, _, figure in modular_figures:
+        json.loads(figure.to_json())  # no NaN or unencodable values
