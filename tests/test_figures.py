@@ -116,13 +116,15 @@ def test_2048_row_heatmap_is_binned_and_compact(long_table):
 # --- query-key and snapshots ------------------------------------------------------------
 
 
-def test_query_key_heatmap_shows_analysis_scores(reverse, modular):
+def test_query_key_heatmap_shows_positional_attention(reverse, modular):
     fig = figures.query_key_heatmap(reverse, "n1")
-    expected = analysis.query_key_similarity(reverse, "n1").numpy()
-    assert fig.data[0].z.shape == (16, 16)
-    np.testing.assert_allclose(fig.data[0].z, expected, rtol=1e-5, atol=1e-5)
-    assert fig.layout.xaxis.title.text.startswith("key") and fig.layout.yaxis.title.text.startswith("query")
+    expected = analysis.positional_attention(reverse, "n1").numpy()
+    assert np.allclose(np.asarray(fig.data[0].z), expected, atol=1e-5)
+    assert np.allclose(expected.sum(1), 1.0, atol=1e-5)
     assert figures.query_key_heatmap(modular, "n1") is None  # modular's preset has no attention
+    measured = figures.attention_heatmap(reverse)
+    assert np.allclose(np.asarray(measured.data[0].z).sum(1), 1.0, atol=1e-4)
+    assert figures.attention_heatmap(modular) is None
 
 
 def test_snapshot_heatmaps_frames_and_slider_follow_the_snapshots(modular):
@@ -264,7 +266,7 @@ def test_run_figures_lists_what_applies(modular_figures, reverse):
     assert "every 8 rows" in modular_figures[1].caption  # the task's pattern
     assert "falls off a cliff" in dict((t, c) for t, c, _ in modular_figures)["Length probe"]
     reverse_titles = [title for title, _, _ in figures.run_figures(reverse)]
-    assert "Query-key scores" in reverse_titles
+    assert {"Attention by position alone", "Attention on held-out data"} <= set(reverse_titles)
 
 
 def test_run_figures_without_a_position_table_shows_only_curves():

@@ -18,8 +18,8 @@ from .ops.attention import Attention
 from .ops.sin_pos import sinusoidal_table
 from .resolve import resolve
 
-__all__ = ["similarity", "query_key_similarity", "pca", "PCA", "length_probe", "LengthProbe",
-           "sinusoidal_table"]
+__all__ = ["similarity", "query_key_similarity", "positional_attention", "attention_map", "pca",
+           "PCA", "length_probe", "LengthProbe", "sinusoidal_table"]
 
 
 def similarity(table: torch.Tensor, kind: str = "cosine") -> torch.Tensor:
@@ -32,20 +32,41 @@ def similarity(table: torch.Tensor, kind: str = "cosine") -> torch.Tensor:
     return table @ table.T  # (N, N)
 
 
+def _attention_after(run, node: str) -> tuple[str, Attention] | None:
+    """The first attention node after ``node``, if any."""
+    names = [n.name for n in run.network.nodes]
+    for name in names[names.index(node) + 1:]:
+        layer = run.model.get_submodule(name)
+        if isinstance(layer, Attention):
+            return name, layer
+    return None
+
+
+def _attention_weights(attention: Attention, x: torch.Tensor) -> torch.Tensor:
+    """Softmax attention weights of ``attention`` on input ``x`` (B, T, D), per head."""
+    B, T, D = x.shape
+    H = attention.heads
+    q, k, _ = attention.qkv(x).split(D, dim=-1)  # each (B, T, D)
+    q, k = (t.view(B, T, H, D // H).transpose(1, 2) for t in (q, k))  # (B, H, T, D/H)
+    scores = q @ k.transpose(-1, -2) / (D // H) ** 0.5  # (B, H, T, T)
+    if attention.causal:
+        future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+        scores = scores.masked_fill(future, float("-inf"))
+    return scores.softmax(-1)
+
+
 def query_key_similarity(run, node: str, rows: int | None = None) -> torch.Tensor | None:
     """How strongly position i's query matches position j's key, from the table alone.
 
     For the first attention after ``node``: ``(p Wq + bq)(p Wk + bk)^T / sqrt(D/heads)``,
-    averaged over heads. ``None`` when no attention follows. This is the map attention
-    reads the positions through, so patterns (an anti-diagonal for ``reverse``) show
-    more plainly here than in the raw cosine map.
+    averaged over heads. ``None`` when no attention follows. Only the differences within
+    a row matter to attention (softmax ignores a constant per row); see
+    `positional_attention` for the normalised form.
     """
-    names = [n.name for n in run.network.nodes]
-    after = names[names.index(node) + 1:]
-    attention = next((run.model.get_submodule(n) for n in after
-                      if isinstance(run.model.get_submodule(n), Attention)), None)
-    if attention is None:
+    found = _attention_after(run, node)
+    if found is None:
         return None
+    attention = found[1]
     table = run.table(node)[: rows or run.config.seq_len]  # (T, D)
     weight = attention.qkv.weight.detach().float().cpu()
     bias = attention.qkv.bias.detach().float().cpu()
@@ -57,6 +78,47 @@ def query_key_similarity(run, node: str, rows: int | None = None) -> torch.Tenso
     k = k.view(-1, H, D // H).transpose(0, 1)
     scores = q @ k.transpose(1, 2) / (D // H) ** 0.5  # (H, T, T)
     return scores.mean(0)
+
+
+def positional_attention(run, node: str) -> torch.Tensor | None:
+    """Where each position would attend if only the position table spoke: softmax of the
+    query-key scores of the table's first T rows, per head, averaged over heads (rows sum
+    to 1). For ``reverse`` this is a bright anti-diagonal. ``None`` without attention."""
+    found = _attention_after(run, node)
+    if found is None:
+        return None
+    attention = found[1]
+    table = run.table(node)[: run.config.seq_len]  # (T, D)
+    with torch.no_grad():
+        cpu = Attention(table.shape[1], attention.heads, attention.causal)
+        cpu.load_state_dict({k: v.detach().float().cpu() for k, v in attention.state_dict().items()})
+        return _attention_weights(cpu, table[None])[0].mean(0)  # (T, T)
+
+
+def attention_map(run, node: str | None = None, size: int = 256) -> torch.Tensor | None:
+    """The attention weights of the first attention (after ``node``), measured on held-out
+    sequences and averaged over sequences and heads: ``[T, T]``, rows sum to 1."""
+    names = [n.name for n in run.network.nodes]
+    found = _attention_after(run, node or names[0]) if (node or names) else None
+    if found is None and node is None and isinstance(run.model.get_submodule(names[0]), Attention):
+        found = names[0], run.model.get_submodule(names[0])
+    if found is None:
+        return None
+    attention = found[1]
+    captured = {}
+    hook = attention.register_forward_pre_hook(lambda _, args: captured.setdefault("x", args[0]))
+    x, _ = run.task.eval_set(run.config.seq_len, size=size,
+                             device=next(run.model.parameters()).device)
+    was_training = run.model.training
+    run.model.eval()
+    try:
+        with torch.no_grad():
+            run.model(x)
+            weights = _attention_weights(attention, captured["x"])  # (N, H, T, T)
+    finally:
+        hook.remove()
+        run.model.train(was_training)
+    return weights.mean((0, 1)).float().cpu()
 
 
 @dataclass(frozen=True)

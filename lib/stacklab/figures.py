@@ -195,29 +195,44 @@ def similarity_heatmap(table, kind: str = "cosine", trained_len: int | None = No
     return fig
 
 
-def query_key_heatmap(run, node: str) -> go.Figure | None:
-    """How strongly each position's query matches each position's key (``None`` without attention).
-
-    From `analysis.query_key_similarity`: the map the first attention after ``node`` reads
-    the positions through, over the trained length.
-    """
-    scores = analysis.query_key_similarity(run, node)
-    if scores is None:
-        return None
-    scores = _numpy(scores)  # (T, T)
-    n = scores.shape[0]
+def _probability_heatmap(matrix, title: str, value_text: str) -> go.Figure:
+    """A [T, T] map of attention weights (rows sum to 1), query positions down the side."""
+    weights = _numpy(matrix)  # (T, T)
+    n = weights.shape[0]
     size = _bin_size(n)
-    z = _block_mean(scores, size)
-    limit = float(np.abs(z).max()) or 1.0
-    colors = dict(colorscale="RdBu_r", zmin=-limit, zmax=limit,
-                  colorbar=dict(title=dict(text="score")))
+    z = _block_mean(weights, size)
+    colors = dict(colorscale="Blues", zmin=0.0, zmax=float(z.max()) or 1.0,
+                  colorbar=dict(title=dict(text="weight")))
     fig = go.Figure(_heatmap_trace(z, size, n, x_title="key position", y_title="query position",
-                                   value_text="query·key score", colors=colors))
-    fig.update_layout(title=dict(text=f"Query-key scores of {node}'s rows, first T = {n} "
-                                      f"positions{_binned_note(size)}"), height=HEIGHT)
+                                   value_text=value_text, colors=colors))
+    fig.update_layout(title=dict(text=title + _binned_note(size)), height=HEIGHT)
     _heatmap_layout(fig, n, size, x_title="key position (attended to)",
                     y_title="query position (attending)")
     return fig
+
+
+def query_key_heatmap(run, node: str) -> go.Figure | None:
+    """Where each position would attend by its position alone (``None`` without attention).
+
+    `analysis.positional_attention`: the softmax of the query-key scores of ``node``'s
+    first T rows, through the first attention after it. For ``reverse`` a bright
+    anti-diagonal; for ``shift`` the diagonal just below the main one.
+    """
+    weights = analysis.positional_attention(run, node)
+    if weights is None:
+        return None
+    return _probability_heatmap(
+        weights, f"Attention by position alone: {node}'s rows through the attention's query "
+                 f"and key, first T = {weights.shape[0]} positions", "attention weight")
+
+
+def attention_heatmap(run) -> go.Figure | None:
+    """The attention weights measured on held-out sequences, averaged (``None`` without attention)."""
+    weights = analysis.attention_map(run)
+    if weights is None:
+        return None
+    return _probability_heatmap(weights, "Attention on held-out sequences (average over "
+                                         "sequences and heads)", "mean attention weight")
 
 
 def _pick_frames(count: int, limit: int = MAX_FRAMES) -> list[int]:
@@ -510,10 +525,16 @@ def run_figures(run) -> list[RunFigure]:
     query_key = query_key_heatmap(run, node)
     if query_key is not None:
         figures.append(RunFigure(
-            "Query-key scores",
-            "How strongly attention at each position (row) is drawn to each other position "
-            "(column) by the position table alone, averaged over heads.",
+            "Attention by position alone",
+            "Each row is a position asking \"where should I look?\" using only its row of the "
+            "table, through the attention's query and key projections (rows sum to 1). "
+            f"What to look for: {run.task.pattern}",
             query_key))
+        figures.append(RunFigure(
+            "Attention on held-out data",
+            "Where attention actually looked, averaged over 256 held-out sequences: when "
+            "it matches the map above, the model finds its partner by position.",
+            attention_heatmap(run)))
     if len(run.snapshots.get(node, ())) > 1:
         figures.append(RunFigure(
             "Similarity during training",

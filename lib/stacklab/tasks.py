@@ -115,7 +115,7 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         vocab=16,
         description="Output the sequence backwards: y[t] = x[T-1-t].",
         pattern=("Position t must find position T-1-t, so the table learns which positions "
-                 "pair up: the query-key heatmap shows a bright anti-diagonal."),
+                 "pair up: attention by position alone shows a bright anti-diagonal."),
         rule=_reverse,
         preset_template=MIXER,
         default_seq_len=16,
@@ -127,8 +127,9 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         name="shift",
         vocab=16,
         description="Copy the previous token: y[t] = x[t-1] (and y[0] = x[T-1], wrapping around).",
-        pattern=("Each position must find its left neighbour, so neighbouring rows of the "
-                 "table become alike: the query-key heatmap shows a band beside the diagonal."),
+        pattern=("Each position must find its left neighbour: attention by position alone "
+                 "shows a bright line just below the diagonal (and position 0 looks at the "
+                 "last position)."),
         rule=_shift,
         preset_template=MIXER,
         default_seq_len=16,

@@ -31,6 +31,10 @@ from .resolve import DEFAULT_BUDGET_BYTES, resolve
 from .tasks import Task, get_task
 
 MAX_SNAPSHOTS = 40
+# The accepted range of every setting (lr must also be above 0).
+LIMITS = {"seq_len": (1, 4096), "steps": (1, 1_000_000), "batch_size": (1, 65_536),
+          "seed": (0, 2**63 - 1), "eval_every": (1, 1_000_000), "lr": (0.0, 10.0),
+          "weight_decay": (0.0, 10.0), "target_accuracy": (0.0, 1.0)}
 STATUSES = ("queued", "running", "finished", "stopped", "diverged", "failed")
 
 
@@ -60,15 +64,12 @@ class TrainConfig:
             batch_size=task.batch_size if self.batch_size is None else self.batch_size,
             lr=task.lr if self.lr is None else self.lr,
         )
-        _check_int("seq_len", config.seq_len, 1, 4096)
-        _check_int("steps", config.steps, 1, 1_000_000)
-        _check_int("batch_size", config.batch_size, 1, 65_536)
-        _check_int("seed", config.seed, 0, 2**63 - 1)
-        _check_int("eval_every", config.eval_every, 1, 1_000_000)
-        _check_float("lr", config.lr, 0.0, 10.0, low_open=True)
-        _check_float("weight_decay", config.weight_decay, 0.0, 10.0)
+        for name in ("seq_len", "steps", "batch_size", "seed", "eval_every"):
+            _check_int(name, getattr(config, name), *LIMITS[name])
+        _check_float("lr", config.lr, *LIMITS["lr"], low_open=True)
+        _check_float("weight_decay", config.weight_decay, *LIMITS["weight_decay"])
         if config.target_accuracy is not None:
-            _check_float("target_accuracy", config.target_accuracy, 0.0, 1.0)
+            _check_float("target_accuracy", config.target_accuracy, *LIMITS["target_accuracy"])
         return config
 
 

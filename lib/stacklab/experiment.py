@@ -1,0 +1,163 @@
+"""An experiment as a link: every setting of the app, to and from URL query parameters.
+
+>>> exp, problems = from_query({"stack": "pos_embed(8)", "seq_len": "12", "steps": "many"})
+>>> exp.seq_len, exp.steps, problems
+(12, 400, ["steps='many' is not a whole number from 1 to 1,000,000; using 400"])
+>>> to_query(exp)["seq_len"]
+'12'
+
+Bad values never raise: each is reported in words and replaced by its default, so a
+mangled classroom link still opens.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Mapping
+
+from .language import MAX_SOURCE_CHARS
+from .shapes import COMPUTE_DTYPES, DTYPES
+from .tasks import TASKS
+from .trainer import LIMITS
+
+REFERENCE_STEM = "embedding(500, 16)\npos_embed(32)\nlinear(4)"
+HIDEABLE = ("stack", "input", "input_dtype", "dtype", "task", "seq_len", "steps", "batch_size",
+            "lr", "weight_decay", "seed", "device", "presets", "layers")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """Everything a link pins: the stack, its input, and the training settings."""
+
+    stack: str = REFERENCE_STEM
+    input: str = "B,12"
+    input_dtype: str = "int64"
+    dtype: str = "float32"
+    task: str = "reverse"
+    seq_len: int = 16
+    steps: int = 400
+    batch_size: int = 64
+    lr: float = 3e-3
+    weight_decay: float = 0.0
+    seed: int = 0
+    hide: tuple[str, ...] = ()
+
+    def with_task_preset(self, task: str | None = None, seq_len: int | None = None) -> "Experiment":
+        """This experiment switched to ``task``'s preset stack and default settings."""
+        spec = TASKS[task or self.task]
+        T = seq_len or spec.default_seq_len
+        return replace(self, task=spec.name, seq_len=T, stack=spec.preset(T), input=f"B,{T}",
+                       input_dtype="int64", steps=spec.steps, batch_size=spec.batch_size,
+                       lr=spec.lr)
+
+
+DEFAULT = Experiment()
+
+
+def _text(name: str, limit: int):
+    def parse(raw: str):
+        if len(raw) > limit:
+            return None, f"{name} is {len(raw):,} characters long; at most {limit:,}"
+        return raw, None
+    return parse
+
+
+def _choice(name: str, options):
+    def parse(raw: str):
+        if raw in options:
+            return raw, None
+        return None, f"{name}={raw!r} is not one of {', '.join(options)}"
+    return parse
+
+
+def _int(name: str):
+    low, high = LIMITS[name]
+
+    def parse(raw: str):
+        text = raw.strip().replace("_", "")
+        if text.isascii() and text.lstrip("+").isdigit() and len(text) <= 20 and low <= int(text) <= high:
+            return int(text), None
+        return None, f"{name}={raw!r} is not a whole number from {low:,} to {high:,}"
+    return parse
+
+
+def _float(name: str):
+    low, high = LIMITS[name]
+
+    def parse(raw: str):
+        try:
+            value = float(raw) if len(raw) <= 40 else math.nan
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value) and low <= value <= high and not (name == "lr" and value == 0):
+            return value, None
+        return None, f"{name}={raw!r} is not a number from {low} to {high}"
+    return parse
+
+
+def _hide(raw: str):
+    names = tuple(dict.fromkeys(n.strip() for n in raw.split(",") if n.strip()))
+    unknown = [n for n in names if n not in HIDEABLE]
+    if unknown:
+        return (tuple(n for n in names if n in HIDEABLE),
+                f"hide: unknown control(s) {', '.join(unknown[:5])}; known: {', '.join(HIDEABLE)}")
+    return names, None
+
+
+PARSERS = {
+    "stack": _text("stack", MAX_SOURCE_CHARS),
+    "input": _text("input", 200),
+    "input_dtype": _choice("input_dtype", list(DTYPES)),
+    "dtype": _choice("dtype", list(COMPUTE_DTYPES)),
+    "task": _choice("task", list(TASKS)),
+    "seq_len": _int("seq_len"),
+    "steps": _int("steps"),
+    "batch_size": _int("batch_size"),
+    "lr": _float("lr"),
+    "weight_decay": _float("weight_decay"),
+    "seed": _int("seed"),
+    "hide": _hide,
+}
+
+
+def from_query(params: Mapping[str, object]) -> tuple[Experiment, list[str]]:
+    """The experiment a link describes, and a message for every value that was refused.
+
+    ``params`` maps names to strings (or lists of strings, the last one wins). A link
+    that names a task but no stack gets that task's preset.
+    """
+    values: dict[str, object] = {}
+    problems: list[str] = []
+    for name, parse in PARSERS.items():
+        raw = params.get(name)
+        if isinstance(raw, (list, tuple)):
+            raw = raw[-1] if raw else None
+        if raw is None:
+            continue
+        value, problem = parse(str(raw))
+        if value is not None:
+            values[name] = value
+        if problem:
+            default = getattr(DEFAULT, name)
+            problems.append(problem + ("" if value is not None else f"; using {default!r}"
+                                       if isinstance(default, str) else f"; using {default}"))
+    experiment = DEFAULT
+    if "task" in values and "stack" not in values:
+        experiment = experiment.with_task_preset(values["task"], values.get("seq_len"))
+    return replace(experiment, **values), problems
+
+
+def to_query(experiment: Experiment) -> dict[str, str]:
+    """The query parameters of a link that reproduces ``experiment``."""
+    query = {}
+    for field in fields(Experiment):
+        value = getattr(experiment, field.name)
+        if field.name == "hide":
+            if value:
+                query["hide"] = ",".join(value)
+        elif isinstance(value, float):
+            query[field.name] = repr(value)
+        else:
+            query[field.name] = str(value)
+    return query
