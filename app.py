@@ -1,7 +1,13 @@
-"""The stacklab app: wires the pages with st.navigation (run with `make run`)."""
+"""stacklab: the app. `make run` starts it; the pages live in pages/."""
 
 import streamlit as st
 
-st.set_page_config(page_title="stacklab", layout="wide")
-navigation = st.navigation([st.Page("pages/build.py", title="Build", default=True)])
+st.set_page_config(page_title="stacklab", page_icon="🧱", layout="wide")
+
+navigation = st.navigation([
+    st.Page("pages/build.py", title="Build", icon="🧱", default=True),
+    st.Page("pages/train.py", title="Train", icon="🏋️", url_path="train"),
+    st.Page("pages/explore.py", title="Explore", icon="🔭", url_path="explore"),
+    st.Page("pages/catalog.py", title="Catalog", icon="📖", url_path="catalog"),
+])
 navigation.run()

@@ -1,23 +1,141 @@
-"""Build: type a stack and see every shape resolved (the full page comes with the app issue)."""
+"""Build: type or click together a stack and see every shape resolved, live."""
 
 import streamlit as st
 
-import stacklab
+import app_state
+from stacklab import StackError, catalog, editing, resolve
+from stacklab.errors import annotate
+from stacklab.experiment import presets
+from stacklab.export import to_pytorch
+from stacklab.jobs import APP_BUDGET_BYTES
+from stacklab.resolve import bind_args
+from stacklab.shapes import COMPUTE_DTYPES, DTYPES
 
-DEFAULT_STACK = "embedding(500, 16)\npos_embed(32)\nlinear(4)"
-
+PAGE = "build"
+experiment = app_state.start()
 st.title("Build")
-source = st.text_area("Stack", value=st.query_params.get("stack", DEFAULT_STACK), height=160,
-                      key="build_source")
-input_text = st.text_input("Input shape", value=st.query_params.get("input", "B,12"),
-                           key="build_input")
-input_dtype = st.selectbox("Input dtype", ["int64", "int32", "float32", "float64", "float16",
-                                           "bfloat16"], key="build_input_dtype")
+st.caption("One op per line, `name = op(arg, key=value)`, `#` for comments. Every shape is "
+           "resolved before anything runs.")
+app_state.show_url_problems()
+
+PRESETS = presets()
+
+
+def apply_preset():
+    label = st.session_state.get("build_preset")
+    if label in PRESETS:
+        app_state.update(**PRESETS[label])
+
+
+def edit_stack(new_source: str) -> None:
+    app_state.update(stack=new_source)
+
+
+if not app_state.hidden("presets"):
+    st.selectbox("Start from a preset", list(PRESETS), index=None, key="build_preset",
+                 placeholder="Choose a preset…", on_change=apply_preset)
+
+left, right = st.columns([1, 1], gap="large")
+with left:
+    source = app_state.bound(st.text_area, "stack", "Stack", PAGE, height=230)
+    shape_col, input_dtype_col, dtype_col = st.columns(3)
+    input_text = app_state.bound(shape_col.text_input, "input", "Input shape", PAGE,
+                                 help="Sizes and symbols, e.g. B,12 or B,T,16")
+    input_dtype = app_state.bound(input_dtype_col.selectbox, "input_dtype", "Input dtype", PAGE,
+                                  options=list(DTYPES))
+    dtype = app_state.bound(dtype_col.selectbox, "dtype", "Compute dtype", PAGE,
+                            options=list(COMPUTE_DTYPES))
+    if source.strip():
+        st.code(source, language=None, line_numbers=True)
+
+network = error = None
 try:
-    network = stacklab.resolve(source, input_text, input_dtype=input_dtype)
-except stacklab.StackError as err:
-    st.error(f"**{err.code}** at {err.place}: {err.message}")
-    st.code(str(err), language="text")
-else:
-    st.code(network.table(), language="text")
-    st.metric("Parameters", f"{network.param_count:,}")
+    network = resolve(source, input_text, input_dtype=input_dtype, dtype=dtype,
+                      budget_bytes=APP_BUDGET_BYTES)
+except StackError as err:
+    error = err
+
+with right:
+    if error is not None:
+        st.error(f"**{error.code}** at {error.place}: {error.message}\n\n**Fix:** {error.hint}")
+        st.code(annotate(source, error) if error.line else str(error), language=None)
+    else:
+        st.metric("Parameters", f"{network.param_count:,}")
+        st.code(network.table(), language=None)
+        st.dataframe(network.dataframe(), hide_index=True)
+
+if not app_state.hidden("layers"):
+    st.subheader("Layers")
+    try:
+        calls = editing.calls(source)
+    except StackError:
+        calls = []
+        st.caption("Fix the stack's syntax to edit it layer by layer.")
+    ops = catalog()
+
+    def arg_widgets(spec, values: dict, prefix: str) -> dict:
+        chosen = {}
+        for arg in spec.args:
+            key = f"{prefix}_{arg.name}"
+            value = values.get(arg.name, arg.default)
+            help_text = arg.description + (f" ({arg.constraints})" if arg.constraints else "")
+            if arg.type is bool:
+                chosen[arg.name] = st.checkbox(arg.name, value=bool(value), key=key, help=help_text)
+            elif arg.type is int:
+                chosen[arg.name] = int(st.number_input(
+                    arg.name, value=int(value), step=1, key=key, help=help_text,
+                    min_value=int(arg.minimum) if arg.minimum is not None else None,
+                    max_value=int(arg.maximum) if arg.maximum is not None else None))
+            elif arg.type is float:
+                chosen[arg.name] = float(st.number_input(arg.name, value=float(value), key=key,
+                                                         format="%g", help=help_text))
+            else:
+                chosen[arg.name] = st.text_input(arg.name, value=str(value), key=key,
+                                                 help=help_text)
+        return chosen
+
+    for index, call in enumerate(calls):
+        name = call.name or f"n{index}"
+        row = st.columns([6, 1, 1, 1])
+        row[0].markdown(f"`{index}` **{name}** `{call.line_text.strip()}`")
+        row[1].button("↑", key=f"build_up_{index}", disabled=index == 0, help="Move up",
+                      on_click=edit_stack, args=(editing.move_call(source, index, -1),))
+        row[2].button("↓", key=f"build_down_{index}", disabled=index == len(calls) - 1,
+                      help="Move down", on_click=edit_stack,
+                      args=(editing.move_call(source, index, 1),))
+        row[3].button("✕", key=f"build_remove_{index}", help="Remove",
+                      on_click=edit_stack, args=(editing.remove_call(source, index),))
+        spec = ops.get(call.op)
+        if spec is not None and spec.args:
+            with st.expander(f"Edit {name}"):
+                try:
+                    current = dict(bind_args(spec, call))
+                except StackError:
+                    current = editing.example_values(spec)
+                with st.form(f"build_edit_{index}"):
+                    values = arg_widgets(spec, current, f"build_edit_{index}")
+                    if st.form_submit_button("Apply"):
+                        edit_stack(editing.replace_call(
+                            source, index, editing.format_call(spec, values, call.name)))
+                        st.rerun()
+
+    with st.expander("Add an op", expanded=not calls):
+        op_name = st.selectbox("Op", list(ops), key="build_add_op",
+                               format_func=lambda n: f"{n} — {ops[n].summary}")
+        spec = ops[op_name]
+        with st.form("build_add"):
+            st.caption(f"`{spec.shape_text}` · {spec.relation}")
+            values = arg_widgets(spec, editing.example_values(spec), f"build_add_{op_name}")
+            node_name = st.text_input("Name (optional)", key="build_add_name")
+            position = st.number_input("Position", min_value=0, max_value=len(calls),
+                                       value=len(calls), step=1, key="build_add_position")
+            if st.form_submit_button("Add"):
+                text = editing.format_call(spec, values, node_name.strip() or None)
+                edit_stack(editing.insert_call(source, int(position), text))
+                st.rerun()
+
+if network is not None:
+    with st.expander("Plain PyTorch code"):
+        code = to_pytorch(network)
+        st.code(code, language="python")
+        st.download_button("Download stack.py", code, file_name="stack.py", mime="text/x-python")

@@ -100,6 +100,29 @@ class StackError(ValueError):
 _SHOWN_LINE_CHARS = 200
 
 
+def annotate(source: str, err: StackError, *, context: int = 50) -> str:
+    """``source`` with line numbers, the error's line marked with ``>`` and a caret under it.
+
+    >>> print(annotate("relu()\\nlinear(4", StackError("E_PARSE", "x", line=2, col=9)))
+      1 | relu()
+    > 2 | linear(4
+        |         ^
+    """
+    lines = source.split("\n")
+    width = len(str(len(lines)))
+    first = 0 if err.line is None else max(0, err.line - 1 - context)
+    last = len(lines) if err.line is None else min(len(lines), err.line + context)
+    out = []
+    for number in range(first + 1, last + 1):
+        text = _printable(lines[number - 1].rstrip("\r"))
+        mark = ">" if number == err.line else " "
+        out.append(f"{mark} {number:>{width}} | {text}".rstrip())
+        if number == err.line and err.col:
+            caret_at = len(_printable(lines[number - 1][: err.col - 1]))
+            out.append(f"  {' ' * width} | " + " " * caret_at + "^" * err.span)
+    return "\n".join(out)
+
+
 def _printable(text: str) -> str:
     """The line as it can be shown in a terminal: control characters escaped, long lines cut."""
     text = text[:_SHOWN_LINE_CHARS]

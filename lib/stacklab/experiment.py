@@ -55,6 +55,23 @@ class Experiment:
 DEFAULT = Experiment()
 
 
+def presets() -> dict[str, dict[str, object]]:
+    """Named starting points for the Build page: the reference page's two examples and
+    every task's preset. Each maps experiment fields to their new values."""
+    found: dict[str, dict[str, object]] = {
+        "Reference: the transformer input stem": {
+            "stack": REFERENCE_STEM, "input": "B,12", "input_dtype": "int64"},
+        "Reference: pos_embed(64), linear(8) on [B, 6, 4]": {
+            "stack": "pos_embed(64)\nlinear(8)", "input": "B,6,4", "input_dtype": "float32"},
+    }
+    for task in TASKS.values():
+        preset = DEFAULT.with_task_preset(task.name)
+        found[f"Task {task.name}: {task.description}"] = {
+            name: getattr(preset, name) for name in ("stack", "input", "input_dtype", "task",
+                                                     "seq_len", "steps", "batch_size", "lr")}
+    return found
+
+
 def _text(name: str, limit: int):
     def parse(raw: str):
         if len(raw) > limit:

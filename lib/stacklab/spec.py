@@ -159,6 +159,10 @@ class OpSpec:
     constraints: tuple[Constraint, ...] = ()
     examples: tuple[Example, ...] = ()
     error_examples: tuple[ErrorExample, ...] = ()
+    # Plain PyTorch for `stacklab.export`: a constructor expression over the env, and the
+    # source of any small module class it needs (same parameter names as `module`).
+    torch_code: Callable[[Mapping[str, object]], str] | None = None
+    torch_class: str = ""
 
     @property
     def identity(self) -> str:

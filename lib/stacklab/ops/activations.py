@@ -22,6 +22,7 @@ def _activation(name: str, module: type[nn.Module], formula: str, summary: str) 
         relation="out.shape == x.shape",
         args=(),
         module=lambda env, dtype: module(),
+        torch_code=lambda env: f"nn.{module.__name__}()",
         examples=(Example("The shape is unchanged.", f"linear(32)\n{name}()", ("B", 12, 16)),),
         error_examples=(
             ErrorExample(f"{name}(1)", ("B", 16), "E_ARG", r"no arguments"),

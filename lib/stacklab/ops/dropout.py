@@ -22,6 +22,7 @@ SPEC = register(OpSpec(
     args=(Arg("p", float, "Probability of zeroing each value.", minimum=0, maximum=1,
               max_inclusive=False),),
     module=lambda env, dtype: nn.Dropout(env["p"]),
+    torch_code=lambda env: f"nn.Dropout({env['p']!r})",
     examples=(Example("Drop a tenth of the features while training.", "dropout(0.1)",
                       ("B", 12, 16)),),
     error_examples=(

@@ -67,6 +67,7 @@ SPEC = register(OpSpec(
         Arg("dim", int, "Length of each token vector.", minimum=1, maximum=2_147_483_647),
     ),
     params=lambda env: {"weight": (env["vocab"], env["dim"])},
+    torch_code=lambda env: f"nn.Embedding({env['vocab']}, {env['dim']})",
     module=lambda env, dtype: Embedding(env["vocab"], env["dim"], COMPUTE_DTYPES[dtype]),
     examples=(
         Example("Token ids of a batch of length-12 sequences become 16-wide vectors.",

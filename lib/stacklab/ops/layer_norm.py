@@ -25,6 +25,7 @@ SPEC = register(OpSpec(
               default=1e-5, minimum=0, min_inclusive=False, maximum=1),),
     static=("D",),
     params=lambda env: {"weight": (env["D"],), "bias": (env["D"],)},
+    torch_code=lambda env: f"nn.LayerNorm({env['D']}, eps={env['eps']!r})",
     module=lambda env, dtype: nn.LayerNorm(env["D"], eps=env["eps"], dtype=COMPUTE_DTYPES[dtype]),
     examples=(Example("Scale and shift add 2 x 16 = 32 parameters.", "layer_norm()",
                       ("B", 12, 16)),),

@@ -31,6 +31,8 @@ SPEC = register(OpSpec(
     dim_args={"O": "out"},
     params=lambda env: ({"weight": (env["out"], env["I"]), "bias": (env["out"],)}
                         if env["bias"] else {"weight": (env["out"], env["I"])}),
+    torch_code=lambda env: (f"nn.Linear({env['I']}, {env['out']}"
+                            + ("" if env["bias"] else ", bias=False") + ")"),
     module=lambda env, dtype: nn.Linear(env["I"], env["out"], bias=env["bias"],
                                         dtype=COMPUTE_DTYPES[dtype]),
     examples=(

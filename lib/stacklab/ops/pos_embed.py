@@ -73,6 +73,16 @@ SPEC = register(OpSpec(
         hint="use pos_embed({T}) or more, or a shorter input",
     ),),
     params=lambda env: {"weight": (env["max_len"], env["D"])},
+    torch_code=lambda env: f"PosEmbed({env['max_len']}, {env['D']})",
+    torch_class='''class PosEmbed(nn.Module):
+    """out = x + weight[:T]: a learned [max_len, D] table, broadcast over the batch."""
+
+    def __init__(self, max_len, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(max_len, dim) * 0.02)
+
+    def forward(self, x):  # (B, T, D) -> (B, T, D)
+        return x + self.weight[: x.shape[-2]].to(x.dtype)''',
     module=lambda env, dtype: PosEmbed(env["max_len"], env["D"], COMPUTE_DTYPES[dtype]),
     examples=(
         Example("Positions 0..5 of the table are added; rows 6..63 stay unused.",

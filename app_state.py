@@ -1,0 +1,101 @@
+"""Session state shared by the app's pages: the experiment (mirrored in the URL), the
+session's identity, and the one training pool of the server.
+
+Widgets do not survive a page switch in Streamlit, so the `Experiment` lives under a
+plain session key and each page's widgets (keys prefixed with the page name) read from
+it and write back to it in their ``on_change`` callbacks.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import replace
+
+import streamlit as st
+import torch
+
+from stacklab.experiment import Experiment, from_query, to_query
+from stacklab.jobs import APP_BUDGET_BYTES, JobPool
+
+EXPERIMENT = "experiment"
+URL_PROBLEMS = "url_problems"
+SESSION_ID = "session_id"
+
+
+@st.cache_resource
+def pool() -> JobPool:
+    """The server's training pool: one worker per CPU core, each torch op on one thread."""
+    torch.set_num_threads(1)  # workers run side by side; one intra-op thread each
+    return JobPool(workers=int(os.environ.get("STACKLAB_WORKERS", os.cpu_count() or 1)),
+                   budget_bytes=APP_BUDGET_BYTES)
+
+
+def start() -> Experiment:
+    """Run at the top of every page: set up the session once, keep the URL in sync."""
+    if SESSION_ID not in st.session_state:
+        st.session_state[SESSION_ID] = uuid.uuid4().hex
+        linked, problems = from_query(st.query_params.to_dict())
+        st.session_state[EXPERIMENT] = linked
+        st.session_state[URL_PROBLEMS] = problems
+    sync_url()
+    return experiment()
+
+
+def experiment() -> Experiment:
+    return st.session_state[EXPERIMENT]
+
+
+def owner() -> str:
+    return st.session_state[SESSION_ID]
+
+
+def update(**changes) -> None:
+    """Change the experiment (and the URL)."""
+    st.session_state[EXPERIMENT] = replace(experiment(), **changes)
+    sync_url()
+
+
+def sync_url() -> None:
+    wanted = to_query(experiment())
+    if st.query_params.to_dict() != wanted:
+        st.query_params.from_dict(wanted)
+
+
+def show_url_problems() -> None:
+    """Say which values of the link were refused (once per session)."""
+    problems = st.session_state.get(URL_PROBLEMS) or []
+    if problems:
+        st.warning("Some values in the link could not be used:\n\n"
+                   + "\n".join(f"- {p}" for p in problems), icon="⚠️")
+        st.session_state[URL_PROBLEMS] = []
+
+
+def hidden(field: str) -> bool:
+    """Whether the link hides the control for ``field`` (``hide=`` in the URL)."""
+    return field in experiment().hide
+
+
+def bound(widget, field: str, label: str, page: str, **kwargs):
+    """A widget showing experiment ``field``; editing it updates the experiment and URL.
+
+    Returns the field's value (also when the link hides the control).
+    """
+    if hidden(field):
+        return getattr(experiment(), field)
+    key = f"{page}_{field}"
+    value = getattr(experiment(), field)
+    if st.session_state.get(key) != value:
+        st.session_state[key] = value
+
+    def changed():
+        update(**{field: st.session_state[key]})
+
+    widget(label, key=key, on_change=changed, **kwargs)
+    return getattr(experiment(), field)
+
+
+def set_widgets(page: str, **values) -> None:
+    """Put ``values`` into the page's widgets before they are drawn (e.g. after a preset)."""
+    for field, value in values.items():
+        st.session_state[f"{page}_{field}"] = value

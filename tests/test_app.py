@@ -1,0 +1,166 @@
+"""AppTest for every page: links, live resolve, errors, layer edits, training, isolation."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).parent.parent / "app.py")
+STEM = "embedding(500, 16)\npos_embed(32)\nlinear(4)"
+
+
+def app(**query) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def codes(at) -> list[str]:
+    return [c.value for c in at.code]
+
+
+def wait_for_run(at, timeout=90.0) -> str:
+    """Rerun the Train page (as its poller does) until the job has ended; its status word."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        at.run()
+        text = " ".join(m.value for m in [*at.info, *at.success, *at.warning, *at.error])
+        for word in ("finished", "stopped", "diverged", "failed"):
+            if f"Status: **{word}**" in text:
+                return word
+        time.sleep(0.2)
+    raise AssertionError("the run did not end")
+
+
+# --- Build ---------------------------------------------------------------------------
+
+
+def test_build_link_shows_the_reference_report():
+    at = app(stack=STEM, input="B,12", input_dtype="int64")
+    assert not at.exception
+    assert at.title[0].value == "Build"
+    assert any(c.endswith("Parameters: 8,580") for c in codes(at))
+    assert at.metric[0].value == "8,580"
+    assert at.text_area(key="build_stack").value == STEM
+
+
+def test_build_live_resolve_and_error_at_its_line():
+    at = app(stack=STEM, input="B,12", input_dtype="int64")
+    at.text_area(key="build_stack").set_value(STEM.replace("pos_embed(32)", "pos_embed(8)")).run()
+    [error] = at.error
+    assert "E_CONSTRAINT" in error.value and "Fix:" in error.value
+    assert any("> 2 | pos_embed(8)" in c and "^" in c for c in codes(at))
+    assert at.query_params["stack"] == STEM.replace("pos_embed(32)", "pos_embed(8)")
+    at.text_input(key="build_input").set_value("B,T").run()
+    assert not at.error and any("Requires: T <= 8" in c for c in codes(at))
+
+
+def test_build_presets_layers_and_export():
+    at = app()
+    labels = at.selectbox(key="build_preset").options
+    assert any("Reference" in label for label in labels) and any("reverse" in label for label in labels)
+    at.selectbox(key="build_preset").select(labels[1]).run()
+    assert at.text_area(key="build_stack").value == "pos_embed(64)\nlinear(8)"
+    assert any(c.endswith("Parameters: 296") for c in codes(at))
+    at.button(key="build_down_0").click().run()  # move pos_embed below linear
+    assert at.text_area(key="build_stack").value == "linear(8)\npos_embed(64)"
+    at.button(key="build_remove_1").click().run()
+    assert at.text_area(key="build_stack").value == "linear(8)"
+    at.selectbox(key="build_add_op").select("relu").run()
+    at.button(key="FormSubmitter:build_add-Add").click().run()
+    assert at.text_area(key="build_stack").value == "linear(8)\nrelu()"
+    assert any("class Net(nn.Module)" in c for c in codes(at))
+
+
+def test_build_edit_form_changes_the_arguments():
+    at = app(stack="pos_embed(64)\nlinear(8)", input="B,6,4", input_dtype="float32")
+    at.number_input(key="build_edit_1_out").set_value(3)
+    at.checkbox(key="build_edit_1_bias").uncheck()
+    at.button(key="FormSubmitter:build_edit_1-Apply").click().run()
+    assert at.text_area(key="build_stack").value == "pos_embed(64)\nlinear(3, bias=false)"
+
+
+def test_bad_link_values_are_reported_not_crashed():
+    at = app(stack="relu(", input="B,,12", seq_len="zero", input_dtype="int8", hide="stack,bogus")
+    assert not at.exception
+    warning = at.warning[0].value
+    assert "seq_len='zero'" in warning and "input_dtype='int8'" in warning and "bogus" in warning
+    assert at.error  # the stack itself is reported as an E_PARSE, on the page
+    assert not [t for t in at.text_area if t.key == "build_stack"]  # hidden by the link
+
+
+def test_hide_pins_the_teachers_choices():
+    at = app(stack=STEM, input="B,12", input_dtype="int64", hide="stack,input,presets,layers")
+    keys = {w.key for w in [*at.text_area, *at.text_input, *at.selectbox]}
+    assert "build_stack" not in keys and "build_input" not in keys and "build_preset" not in keys
+    assert any(c.endswith("Parameters: 8,580") for c in codes(at))
+
+
+# --- Train, Explore, Catalog -----------------------------------------------------------
+
+
+def test_train_page_fit_error_preset_and_a_full_run():
+    at = app(task="position", steps="60")  # a task link with no stack gets the task's preset
+    at.switch_page("pages/train.py").run()
+    assert not at.exception and at.title[0].value == "Train"
+    assert not at.error
+    at.button(key="train_train").click().run()
+    assert wait_for_run(at) == "finished"
+    assert at.get("plotly_chart")  # the curves
+    at.switch_page("pages/explore.py").run()
+    assert not at.exception
+    titles = [s.value for s in at.subheader]
+    assert "Cosine similarity of the rows" in titles and "Gradient per row" in titles
+    assert "Length probe" in titles
+
+
+def test_train_page_explains_a_stack_that_does_not_fit():
+    at = app(stack=STEM, input="B,12", input_dtype="int64", task="reverse", seq_len="16")
+    at.switch_page("pages/train.py").run()
+    [error] = at.error
+    assert "use linear(16)" in error.value
+    assert at.button(key="train_train").disabled
+    at.button(key="train_use_preset").click().run()
+    assert not at.error and not at.button(key="train_train").disabled
+    assert "pos_embed" in at.query_params["stack"]
+
+
+def test_stop_ends_a_run():
+    at = app(task="reverse", steps="100000")
+    at.switch_page("pages/train.py").run()
+    at.button(key="train_train").click().run()
+    time.sleep(0.5)
+    at.button(key="train_stop").click().run()
+    assert wait_for_run(at) == "stopped"
+
+
+def test_two_sessions_do_not_see_each_others_runs():
+    first = app(task="position", steps="40")
+    first.switch_page("pages/train.py").run()
+    first.button(key="train_train").click().run()
+    assert wait_for_run(first) == "finished"
+    second = app(task="position", steps="40")
+    second.switch_page("pages/explore.py").run()
+    assert "No finished run yet" in second.info[0].value
+    second.switch_page("pages/train.py").run()
+    assert "No run yet" in second.info[0].value
+
+
+def test_explore_without_a_run_points_to_train():
+    at = app()
+    at.switch_page("pages/explore.py").run()
+    assert not at.exception and "Train one first" in at.info[0].value
+
+
+def test_catalog_shows_every_op_page_resolved_live():
+    at = app()
+    at.switch_page("pages/catalog.py").run()
+    assert not at.exception and at.title[0].value == "Catalog"
+    box = at.selectbox(key="catalog_op")
+    box.select("pos_embed").run()
+    page = at.markdown[-1].value
+    assert "Identity: pos_embed@1" in page and "Parameters: 8,580" in page
