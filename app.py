@@ -2,12 +2,12 @@
 
 import streamlit as st
 
-st.set_page_config(page_title="stacklab", page_icon="🧱", layout="wide")
+st.set_page_config(page_title="stacklab", page_icon=":material/layers:", layout="wide")
 
 navigation = st.navigation([
-    st.Page("pages/build.py", title="Build", icon="🧱", default=True),
-    st.Page("pages/train.py", title="Train", icon="🏋️", url_path="train"),
-    st.Page("pages/explore.py", title="Explore", icon="🔭", url_path="explore"),
-    st.Page("pages/catalog.py", title="Catalog", icon="📖", url_path="catalog"),
+    st.Page("pages/build.py", title="Build", icon=":material/layers:", default=True),
+    st.Page("pages/train.py", title="Train", icon=":material/model_training:", url_path="train"),
+    st.Page("pages/explore.py", title="Explore", icon=":material/insights:", url_path="explore"),
+    st.Page("pages/catalog.py", title="Catalog", icon=":material/menu_book:", url_path="catalog"),
 ])
 navigation.run()

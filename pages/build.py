@@ -35,7 +35,7 @@ if not app_state.hidden("presets"):
     st.selectbox("Start from a preset", list(PRESETS), index=None, key="build_preset",
                  placeholder="Choose a preset…", on_change=apply_preset)
 
-left, right = st.columns([1, 1], gap="large")
+left, right = st.columns([5, 7], gap="large")
 with left:
     source = app_state.bound(st.text_area, "stack", "Stack", PAGE, height=230)
     shape_col, input_dtype_col, dtype_col = st.columns(3)
@@ -98,12 +98,12 @@ if not app_state.hidden("layers"):
         name = call.name or f"n{index}"
         row = st.columns([6, 1, 1, 1])
         row[0].markdown(f"`{index}` **{name}** `{call.line_text.strip()}`")
-        row[1].button("↑", key=f"build_up_{index}", disabled=index == 0, help="Move up",
+        row[1].button(":material/arrow_upward:", key=f"build_up_{index}", disabled=index == 0, help="Move up",
                       on_click=edit_stack, args=(editing.move_call(source, index, -1),))
-        row[2].button("↓", key=f"build_down_{index}", disabled=index == len(calls) - 1,
+        row[2].button(":material/arrow_downward:", key=f"build_down_{index}", disabled=index == len(calls) - 1,
                       help="Move down", on_click=edit_stack,
                       args=(editing.move_call(source, index, 1),))
-        row[3].button("✕", key=f"build_remove_{index}", help="Remove",
+        row[3].button(":material/delete:", key=f"build_remove_{index}", help="Remove",
                       on_click=edit_stack, args=(editing.remove_call(source, index),))
         spec = ops.get(call.op)
         if spec is not None and spec.args:

@@ -16,7 +16,7 @@ pool = app_state.pool()
 jobs = [job for job in pool.jobs_of(app_state.owner()) if job.run is not None]
 if not jobs:
     st.info("No finished run yet. Train one first.")
-    st.page_link("pages/train.py", label="Go to Train", icon="🏋️")
+    st.page_link("pages/train.py", label="Go to Train", icon=":material/model_training:")
     st.stop()
 
 job = jobs[0]

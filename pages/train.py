@@ -126,9 +126,9 @@ def status_panel():
     st.progress(now.progress, text=f"{now.step} / {now.steps} steps")
     if now.history:
         st.plotly_chart(figures.training_curves(list(now.history), list(now.train_loss)),
-                        key=f"train_curves_{now.id}_{now.step}")
+                        key=f"train_curves_{now.id}")
     if not now.active and now.status != "failed":
-        st.page_link("pages/explore.py", label="Explore what the table learned", icon="🔭")
+        st.page_link("pages/explore.py", label="Explore what the table learned", icon=":material/insights:")
     if view is not None and view.active and not now.active:
         st.rerun()  # the run ended: redraw the page (buttons, no more polling)
 
