@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: run test bench docs fuzz clean
+.PHONY: run test bench docs fuzz loadtest browser clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,7 +17,14 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/streamlit run app.py
 
-test: $(STAMP)
+# Debian's Chromium for the browser tests (Playwright drives it; nothing is downloaded).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	  || echo "could not install chromium: the browser tests will be skipped"; }
+
+test: $(STAMP) browser
 	$(PY) -m pytest
 
 bench: $(STAMP)

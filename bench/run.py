@@ -239,10 +239,45 @@ def bench_tasks() -> dict:
     return out
 
 
+# ---------------------------------------------------------------- app
+
+
+def bench_app() -> dict:
+    """Server time of a Build-page edit (the page script run, as AppTest drives it) and the
+    size of the largest figures sent to the browser."""
+    from streamlit.testing.v1 import AppTest
+
+    from stacklab import figures
+    from stacklab.tasks import TASKS
+
+    app = str(Path(__file__).parent.parent / "app.py")
+    at = AppTest.from_file(app, default_timeout=60)
+    at.run()
+    sources = [TASKS[name].preset() for name in TASKS] + ["embedding(500, 16)\npos_embed(8)"]
+    times = []
+    for rep in range(30):
+        source = sources[rep % len(sources)]
+        start = time.perf_counter()
+        at.text_area(key="build_stack").set_value(source).run()
+        times.append(time.perf_counter() - start)
+        assert not at.exception
+    times = times[3:]  # warm-up
+    table = torch.randn(2048, 64)
+    heatmap = len(figures.similarity_heatmap(table, "cosine", 1024).to_json())
+    out = {
+        "build_edit_ms": {"median": statistics.median(times) * 1e3,
+                          "p95": sorted(times)[int(0.95 * (len(times) - 1))] * 1e3},
+        "heatmap_2048_rows_bytes": heatmap,
+        "targets": {"build_edit_under_150ms": statistics.median(times) < 0.150,
+                    "heatmap_under_2MB": heatmap < 2_000_000},
+    }
+    return out
+
+
 # ---------------------------------------------------------------- report
 
 SECTIONS = {"pos_embed": bench_pos_embed, "resolve": bench_resolve,
-            "train_step": bench_train_step, "tasks": bench_tasks}
+            "train_step": bench_train_step, "tasks": bench_tasks, "app": bench_app}
 
 
 def print_tables(results: dict) -> None:
@@ -281,6 +316,12 @@ def print_tables(results: dict) -> None:
             if name != "targets":
                 print(f"{name:10} {row['median_seconds']:9.2f} {row['max_seconds']:7.2f}  {row['steps']}")
         print("targets:", results["tasks"]["targets"])
+    if "app" in results:
+        r = results["app"]
+        print(f"\napp: Build edit server time median {r['build_edit_ms']['median']:.1f} ms, "
+              f"p95 {r['build_edit_ms']['p95']:.1f} ms; 2048-row heatmap "
+              f"{r['heatmap_2048_rows_bytes'] / 1e6:.2f} MB of JSON")
+        print("targets:", r["targets"])
 
 
 def main(argv: list[str]) -> int:
