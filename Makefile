@@ -33,5 +33,13 @@ bench: $(STAMP)
 docs: $(STAMP)
 	$(VENV)/bin/stacklab docs --out docs
 
+# Long property runs: thousands of generated, mutated and hostile stacks, each within 200 ms.
+fuzz: $(STAMP)
+	$(PY) -m pytest tests/test_fuzz.py -p no:doctest --hypothesis-profile=fuzz --hypothesis-show-statistics -q
+
+# Thirty browser sessions training at once against the real server (see bench/loadtest.py).
+loadtest: $(STAMP) browser
+	$(PY) bench/loadtest.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache

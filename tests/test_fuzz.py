@@ -6,7 +6,7 @@ import json
 import math
 
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stacklab import Network, StackError, resolve
@@ -105,19 +105,40 @@ def check(source, shape, input_dtype):
         assert out.ndim == len(network.output_shape)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stacks_from_grammar, shapes, dtypes)
 def test_generated_stacks_give_a_network_or_a_stack_error(source, shape, input_dtype):
     check(source, shape, input_dtype)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_stacks(), shapes, dtypes)
 def test_mutated_stacks_give_a_network_or_a_stack_error(source, shape, input_dtype):
     check(source, shape, input_dtype)
 
 
-@settings(max_examples=100, deadline=None)
 @given(st.text(max_size=300), shapes)
 def test_any_text_gives_a_network_or_a_stack_error(source, shape):
+    check(source, shape, "float32")
+
+
+# Big hostile pieces, repeated: deep nesting, huge integers, NUL bytes, non-ASCII, lines
+# of megabytes and hundreds of thousands of lines. Each must be refused (or resolved)
+# quickly: the input bounds are checked before any scanning.
+HUGE = [("(", 100_000), ("9", 100_000), ("relu()\n", 200_000), ("x", 10_000_000),
+        ("\x00", 1_000), ("é", 500_000), ("linear(" * 1, 1), ("\n", 200_001),
+        ("relu()\n", 20_001), ("# c\n", 60_000), ("𝕏", 100_000), ("((((((((", 5_000)]
+
+
+@st.composite
+def hostile_stacks(draw):
+    parts = []
+    for _ in range(draw(st.integers(1, 3))):
+        piece, count = draw(st.sampled_from(HUGE))
+        parts.append(piece * draw(st.sampled_from([1, count // 2 or 1, count])))
+        parts.append(draw(st.sampled_from(VALID + ["", "\n"])))
+    return "".join(parts)
+
+
+@settings(max_examples=40)
+@given(hostile_stacks(), shapes)
+def test_hostile_inputs_give_a_network_or_a_stack_error(source, shape):
     check(source, shape, "float32")

@@ -29,7 +29,7 @@ from .trainer import Run, TrainConfig, Trainer
 
 GiB = 1 << 30
 APP_BUDGET_BYTES = 256 << 20  # parameter bytes a classroom run may allocate
-DEFAULT_TTL_SECONDS = 15 * 60
+DEFAULT_TTL_SECONDS = float(os.environ.get("STACKLAB_SESSION_TTL", 15 * 60))
 MAX_JOBS_PER_OWNER = 5  # finished runs kept per session, newest first
 
 
@@ -126,6 +126,7 @@ class JobPool:
         """
         trainer = Trainer(source, config, budget_bytes=self.budget_bytes)
         with self._lock:
+            self._forget_idle_locked()
             if self._closed:
                 raise StackError("E_BUDGET", "the server is shutting down", hint="try again later")
             if len(self._queue) >= self.max_queued:

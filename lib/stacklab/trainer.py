@@ -229,7 +229,7 @@ class Trainer:
         optimizer = _adamw(model, config)
         classes = task.n_classes(config.seq_len)
         check_every = 1 if device.type == "cpu" else min(config.eval_every, 10)
-        last_good = _copy_state(model)
+        last_good, last_good_step = _copy_state(model), 0
         start = time.perf_counter()
         try:
             model.train()
@@ -251,7 +251,7 @@ class Trainer:
                         run.status = "diverged"
                         run.error = (f"the training loss became {value} at step {step}; the "
                                      f"model is back at its last good state (step "
-                                     f"{run.step}). Try a smaller lr.")
+                                     f"{last_good_step}). Try a smaller lr.")
                         break
                     run.train_loss.append((step, value))
                 optimizer.step()
@@ -266,10 +266,11 @@ class Trainer:
                         model.load_state_dict(last_good)
                         run.status = "diverged"
                         run.error = (f"the held-out loss became {entry['loss']} at step {step}; "
-                                     "the model is back at its last good state. Try a smaller lr.")
+                                     f"the model is back at its last good state (step "
+                                     f"{last_good_step}). Try a smaller lr.")
                         break
                     run.history.append(entry)
-                    last_good = _copy_state(model)
+                    last_good, last_good_step = _copy_state(model), step
                     self._fire("on_eval", run)
                     target = config.target_accuracy
                     if target is not None and entry["accuracy"] >= target:
