@@ -39,3 +39,19 @@ def golden(request):
         assert text == expected, f"output differs from {path} (pytest --overwrite to accept)"
 
     return check
+
+
+@pytest.fixture
+def cli(capsys):
+    """``cli(*argv)`` runs the command line in-process: ``(exit status, stdout, stderr)``."""
+    from stacklab.cli import main
+
+    def run(*argv):
+        try:
+            code = main(list(argv))
+        except SystemExit as exit_:
+            code = exit_.code
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run

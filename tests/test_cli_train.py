@@ -10,19 +10,9 @@ from pathlib import Path
 import pytest
 
 from stacklab.checkpoint import load_checkpoint
-from stacklab.cli import main
 
 METRIC_KEYS = {"task", "seq_len", "steps", "seconds", "device", "final", "history",
                "position_tables"}
-
-
-def run_cli(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")
@@ -70,10 +60,10 @@ def test_report_is_self_contained(reverse_run):
     assert html.count("<script") >= 2 and "<script src=" not in html
 
 
-def test_train_from_a_file_with_weight_decay(capsys, tmp_path):
+def test_train_from_a_file_with_weight_decay(cli, tmp_path):
     stack = tmp_path / "s.stack"
     stack.write_text("embedding(8, 32)\npos_embed(64)\nlinear(128)\nrelu()\nlinear(8)\n")
-    code, _, err = run_cli(capsys, "train", str(stack), "--task", "modular", "--steps", "40",
+    code, _, err = cli("train", str(stack), "--task", "modular", "--steps", "40",
                            "--weight-decay", "0.5", "--out", str(tmp_path / "r"))
     assert code == 0, err
     table = json.loads((tmp_path / "r" / "metrics.json").read_text())["position_tables"]["n1"]
@@ -89,23 +79,23 @@ def test_train_from_a_file_with_weight_decay(capsys, tmp_path):
     (["train", "--task", "reverse"], 2, "--out"),
     (["train", "missing.stack", "--task", "reverse", "--out", "x"], 2, "cannot read"),
 ])
-def test_bad_train_arguments(capsys, argv, code, words):
-    got, _, err = run_cli(capsys, *argv)
+def test_bad_train_arguments(cli, argv, code, words):
+    got, _, err = cli(*argv)
     assert got == code and words in err and "Traceback" not in err
 
 
-def test_a_stack_that_does_not_fit_exits_1(capsys, tmp_path):
+def test_a_stack_that_does_not_fit_exits_1(cli, tmp_path):
     stack = tmp_path / "s.stack"
     stack.write_text("embedding(16, 32)\npos_embed(32)\nlinear(4)\n")
-    code, _, err = run_cli(capsys, "train", str(stack), "--task", "reverse", "--out",
+    code, _, err = cli("train", str(stack), "--task", "reverse", "--out",
                            str(tmp_path / "r"))
     assert code == 1 and "use linear(16)" in err
 
 
-def test_tasks_lists_every_task(capsys):
-    code, out, _ = run_cli(capsys, "tasks", "--json")
+def test_tasks_lists_every_task(cli):
+    code, out, _ = cli("tasks", "--json")
     tasks = json.loads(out)
     assert code == 0 and {t["name"] for t in tasks} >= {"reverse", "shift", "modular", "position", "sort"}
     assert all(set(t) == {"name", "vocab", "description", "output", "preset"} for t in tasks)
-    code, out, _ = run_cli(capsys, "tasks")
+    code, out, _ = cli("tasks")
     assert code == 0 and out.startswith("name") and "reverse" in out

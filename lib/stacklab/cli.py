@@ -130,8 +130,9 @@ def _cmd_resolve(args, parser) -> None:
 class ProgressBar:
     """A one-line progress bar on stderr, redrawn at most ten times a second."""
 
-    def __init__(self, label: str, total: int, stream=sys.stderr, width: int = 24):
-        self.label, self.total, self.stream, self.width = label, total, stream, width
+    def __init__(self, label: str, total: int, stream=None, width: int = 24):
+        self.label, self.total, self.width = label, total, width
+        self.stream = stream or sys.stderr
         self._last = 0.0
 
     def update(self, run) -> None:

@@ -247,11 +247,8 @@ class Trainer:
                 if step % check_every == 0 or step == config.steps:
                     value = loss.item()
                     if not math.isfinite(value):
-                        model.load_state_dict(last_good)
-                        run.status = "diverged"
-                        run.error = (f"the training loss became {value} at step {step}; the "
-                                     f"model is back at its last good state (step "
-                                     f"{last_good_step}). Try a smaller lr.")
+                        _diverged(run, f"the training loss became {value} at step {step}",
+                                  last_good, last_good_step)
                         break
                     run.train_loss.append((step, value))
                 optimizer.step()
@@ -263,11 +260,8 @@ class Trainer:
                 if step % config.eval_every == 0 or step == config.steps:
                     entry = self._evaluate(model, eval_x, eval_y, classes, step)
                     if not math.isfinite(entry["loss"]):
-                        model.load_state_dict(last_good)
-                        run.status = "diverged"
-                        run.error = (f"the held-out loss became {entry['loss']} at step {step}; "
-                                     f"the model is back at its last good state (step "
-                                     f"{last_good_step}). Try a smaller lr.")
+                        _diverged(run, f"the held-out loss became {entry['loss']} at step {step}",
+                                  last_good, last_good_step)
                         break
                     run.history.append(entry)
                     last_good, last_good_step = _copy_state(model), step
@@ -298,6 +292,17 @@ class Trainer:
             accuracy = (logits.argmax(-1) == y).float().mean().item()
         model.train()
         return {"step": step, "loss": loss, "accuracy": accuracy}
+
+
+def _diverged(run: Run, what: str, last_good: dict, last_good_step: int) -> None:
+    """End ``run`` as diverged: back to the last good state, non-finite snapshots dropped."""
+    run.model.load_state_dict(last_good)
+    run.status = "diverged"
+    run.error = (f"{what}; the model is back at its last good state (step {last_good_step}). "
+                 "Try a smaller lr.")
+    for name, snapshots in run.snapshots.items():
+        run.snapshots[name] = [(step, table) for step, table in snapshots
+                               if bool(torch.isfinite(table).all())]
 
 
 def _adamw(model, config: TrainConfig) -> torch.optim.AdamW:
