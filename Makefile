@@ -35,7 +35,7 @@ docs: $(STAMP)
 
 # Long property runs: thousands of generated, mutated and hostile stacks, each within 200 ms.
 fuzz: $(STAMP)
-	$(PY) -m pytest tests/test_fuzz.py -p no:doctest --hypothesis-profile=fuzz --hypothesis-show-statistics -q
+	$(PY) -m pytest tests/test_fuzz.py --hypothesis-profile=fuzz --hypothesis-show-statistics -q
 
 # Thirty browser sessions training at once against the real server (see bench/loadtest.py).
 loadtest: $(STAMP) browser
