@@ -76,10 +76,11 @@ def hidden(field: str) -> bool:
     return field in experiment().hide
 
 
-def bound(widget, field: str, label: str, page: str, **kwargs):
+def bound(widget, field: str, label: str, page: str, *, also=None, **kwargs):
     """A widget showing experiment ``field``; editing it updates the experiment and URL.
 
-    Returns the field's value (also when the link hides the control).
+    ``also(old_experiment, new_value)`` may return more fields to change with it. Returns
+    the field's value (also when the link hides the control).
     """
     if hidden(field):
         return getattr(experiment(), field)
@@ -89,10 +90,20 @@ def bound(widget, field: str, label: str, page: str, **kwargs):
         st.session_state[key] = value
 
     def changed():
-        update(**{field: st.session_state[key]})
+        new = st.session_state[key]
+        extra = also(experiment(), new) if also else {}
+        update(**{field: new, **extra})
 
     widget(label, key=key, on_change=changed, **kwargs)
     return getattr(experiment(), field)
+
+
+def show_pinned(fields: tuple[str, ...]) -> None:
+    """Show the values a classroom link pins (hides), so students still see them."""
+    pinned = [f for f in fields if hidden(f)]
+    if pinned:
+        values = ", ".join(f"{f} = {getattr(experiment(), f)}" for f in pinned)
+        st.caption(f":material/lock: Set by the link: {values}")
 
 
 def set_widgets(page: str, **values) -> None:

@@ -25,6 +25,7 @@ def apply_preset():
     label = st.session_state.get("build_preset")
     if label in PRESETS:
         app_state.update(**PRESETS[label])
+    st.session_state["build_preset"] = None  # so the same preset can be chosen again
 
 
 def edit_stack(new_source: str) -> None:
@@ -35,7 +36,7 @@ if not app_state.hidden("presets"):
     st.selectbox("Start from a preset", list(PRESETS), index=None, key="build_preset",
                  placeholder="Choose a preset…", on_change=apply_preset)
 
-left, right = st.columns([5, 7], gap="large")
+left, right = st.columns([4, 7], gap="large")
 with left:
     source = app_state.bound(st.text_area, "stack", "Stack", PAGE, height=230)
     shape_col, input_dtype_col, dtype_col = st.columns(3)
@@ -58,11 +59,14 @@ except StackError as err:
 with right:
     if error is not None:
         st.error(f"**{error.code}** at {error.place}: {error.message}\n\n**Fix:** {error.hint}")
-        st.code(annotate(source, error) if error.line else str(error), language=None)
+        if error.line:
+            st.code(annotate(source, error), language=None)
     else:
         st.metric("Parameters", f"{network.param_count:,}")
         st.code(network.table(), language=None)
         st.dataframe(network.dataframe(), hide_index=True)
+
+MAX_LAYER_ROWS = 40  # past this, the list would cost the browser more than it helps
 
 if not app_state.hidden("layers"):
     st.subheader("Layers")
@@ -71,6 +75,10 @@ if not app_state.hidden("layers"):
     except StackError:
         calls = []
         st.caption("Fix the stack's syntax to edit it layer by layer.")
+    if len(calls) > MAX_LAYER_ROWS:
+        st.caption(f"The layer list shows stacks of up to {MAX_LAYER_ROWS} ops; this one has "
+                   f"{len(calls):,}, so edit it as text.")
+        calls = []
     ops = catalog()
 
     def arg_widgets(spec, values: dict, prefix: str) -> dict:
@@ -96,14 +104,15 @@ if not app_state.hidden("layers"):
 
     for index, call in enumerate(calls):
         name = call.name or f"n{index}"
-        row = st.columns([6, 1, 1, 1])
+        row = st.columns([5, 1, 1, 1])
         row[0].markdown(f"`{index}` **{name}** `{call.line_text.strip()}`")
-        row[1].button(":material/arrow_upward:", key=f"build_up_{index}", disabled=index == 0, help="Move up",
-                      on_click=edit_stack, args=(editing.move_call(source, index, -1),))
-        row[2].button(":material/arrow_downward:", key=f"build_down_{index}", disabled=index == len(calls) - 1,
-                      help="Move down", on_click=edit_stack,
+        row[1].button("Up", icon=":material/arrow_upward:", key=f"build_up_{index}",
+                      disabled=index == 0, on_click=edit_stack,
+                      args=(editing.move_call(source, index, -1),))
+        row[2].button("Down", icon=":material/arrow_downward:", key=f"build_down_{index}",
+                      disabled=index == len(calls) - 1, on_click=edit_stack,
                       args=(editing.move_call(source, index, 1),))
-        row[3].button(":material/delete:", key=f"build_remove_{index}", help="Remove",
+        row[3].button("Remove", icon=":material/delete:", key=f"build_remove_{index}",
                       on_click=edit_stack, args=(editing.remove_call(source, index),))
         spec = ops.get(call.op)
         if spec is not None and spec.args:
@@ -119,7 +128,7 @@ if not app_state.hidden("layers"):
                             source, index, editing.format_call(spec, values, call.name)))
                         st.rerun()
 
-    with st.expander("Add an op", expanded=not calls):
+    with st.expander("Add an op", expanded=not calls or st.session_state.get("build_added", False)):
         op_name = st.selectbox("Op", list(ops), key="build_add_op",
                                format_func=lambda n: f"{n} — {ops[n].summary}")
         spec = ops[op_name]
@@ -132,6 +141,10 @@ if not app_state.hidden("layers"):
             if st.form_submit_button("Add"):
                 text = editing.format_call(spec, values, node_name.strip() or None)
                 edit_stack(editing.insert_call(source, int(position), text))
+                # the next op goes after this one, unless a position is chosen again
+                for key in ("build_add_position", "build_add_name"):
+                    st.session_state.pop(key, None)
+                st.session_state["build_added"] = True
                 st.rerun()
 
 if network is not None:

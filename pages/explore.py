@@ -13,23 +13,50 @@ app_state.start()
 st.title("Explore")
 app_state.show_url_problems()
 pool = app_state.pool()
-jobs = [job for job in pool.jobs_of(app_state.owner()) if job.run is not None]
-if not jobs:
-    st.info("No finished run yet. Train one first.")
-    st.page_link("pages/train.py", label="Go to Train", icon=":material/model_training:")
+jobs = pool.jobs_of(app_state.owner())
+active = next((job for job in jobs if job.view().active), None)
+if active is not None:
+    now = active.view()
+    st.info(f"A run is {now.status} (step {now.step} of {now.steps}); this page shows it as "
+            "soon as it ends.")
+
+    @st.fragment(run_every=1.0)
+    def wait_for_the_run():
+        if not active.view().active:
+            st.rerun()
+
+    wait_for_the_run()
+
+done = [job for job in jobs if job.run is not None]
+if not done:
+    if active is None:
+        st.info("No finished run yet. Train one first.")
+        st.page_link("pages/train.py", label="Go to Train", icon=":material/model_training:")
     st.stop()
 
-job = jobs[0]
+job = done[0]
 run = job.run
-st.markdown(f"Run **{job.id}**: task **{run.task.name}**, T = {run.config.seq_len}, "
-            f"{run.step} steps, status **{run.status}**, held-out accuracy "
-            f"**{run.final['accuracy']:.1%}**  \n*What to look for:* {run.task.pattern}")
+accuracy = run.final["accuracy"]
+shown = f"{accuracy:.1%}" if accuracy is not None else "not measured"
+st.markdown(f"Your latest run: task **{run.task.name}**, T = {run.config.seq_len}, "
+            f"{run.step} steps, status **{run.status}**, held-out accuracy **{shown}**  \n"
+            f"*What to look for:* {run.task.pattern}")
+if run.status == "diverged":
+    st.warning(run.error)
 
+node = None
+if len(run.position_nodes) > 1:
+    node = st.selectbox("Position table", run.position_nodes, key="explore_node")
+elif not run.position_nodes:
+    st.info("This stack has no learned position table (`pos_embed`), so only the training "
+            "curves apply: a fixed `sin_pos` has nothing to learn. Add `pos_embed(...)` on the "
+            "Build page to see what a table learns.")
 
 FIGURES = "explore_figures"
-if st.session_state.get(FIGURES, (None,))[0] != job.id:
+wanted = (job.id, node)
+if st.session_state.get(FIGURES, (None,))[0] != wanted:
     with st.spinner("Drawing the figures…"):
-        st.session_state[FIGURES] = (job.id, figures.run_figures(run))
+        st.session_state[FIGURES] = (wanted, figures.run_figures(run, node))
 drawn = st.session_state[FIGURES][1]
 
 
@@ -45,14 +72,15 @@ def model_bytes() -> bytes:
 download = st.columns(3)
 # Each file is made only when its button is clicked (deferred data).
 download[0].download_button("model.safetensors", model_bytes, file_name="model.safetensors",
-                            key="explore_model")
+                            key="explore_model", icon=":material/download:")
 download[1].download_button("metrics.json", lambda: json.dumps(run.metrics(), indent=2),
                             file_name="metrics.json", mime="application/json",
-                            key="explore_metrics")
+                            key="explore_metrics", icon=":material/download:")
 download[2].download_button("figures (report.html)", lambda: report_html(run),
-                            file_name="report.html", mime="text/html", key="explore_report")
+                            file_name="report.html", mime="text/html", key="explore_report",
+                            icon=":material/download:")
 
 for index, (title, caption, figure) in enumerate(drawn):
     st.subheader(title)
     st.caption(caption)
-    st.plotly_chart(figure, key=f"explore_{job.id}_{index}")
+    st.plotly_chart(figure, key=f"explore_{job.id}_{node}_{index}")

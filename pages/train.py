@@ -1,12 +1,12 @@
 """Train: pick a task and settings; the run goes to the server's worker pool, this page polls it."""
 
 import streamlit as st
+import torch
 
 import app_state
 from stacklab import StackError, TASKS, TrainConfig, figures
 from stacklab.errors import annotate
-from stacklab.jobs import APP_BUDGET_BYTES
-from stacklab.trainer import LIMITS, fit_network
+from stacklab.experiment import APP_LIMITS, DEVICES
 
 PAGE = "train"
 JOB = "train_job"
@@ -16,61 +16,78 @@ app_state.show_url_problems()
 pool = app_state.pool()
 owner = app_state.owner()
 
+
+def follow_preset(old, task_name: str | None = None, seq_len: int | None = None) -> dict:
+    """When the stack is still a task's preset, switching task or T switches the preset too;
+    the Build page's input shape follows T."""
+    switching = task_name is not None and task_name != old.task
+    task_name = task_name or old.task
+    seq_len = TASKS[task_name].default_seq_len if switching else (seq_len or old.seq_len)
+    changes = {"input": f"B,{seq_len}"} if old.input == f"B,{old.seq_len}" and not switching else {}
+    if old.stack == TASKS[old.task].preset(old.seq_len):
+        preset = old.with_task_preset(task_name, seq_len)
+        changes.update(stack=preset.stack, input=preset.input, input_dtype=preset.input_dtype)
+        if switching:
+            changes.update(steps=preset.steps, lr=preset.lr, batch_size=preset.batch_size,
+                           seq_len=preset.seq_len)
+    return changes
+
+
+def limits(name: str) -> dict:
+    low, high = APP_LIMITS[name]
+    return {"min_value": low, "max_value": high}
+
+
 task_col, len_col, steps_col, batch_col = st.columns(4)
-task_name = app_state.bound(task_col.selectbox, "task", "Task", PAGE, options=list(TASKS))
-seq_len = app_state.bound(len_col.number_input, "seq_len", "seq_len (T)", PAGE,
-                          min_value=LIMITS["seq_len"][0], max_value=LIMITS["seq_len"][1], step=1)
-steps = app_state.bound(steps_col.number_input, "steps", "Steps", PAGE,
-                        min_value=1, max_value=100_000, step=50)
-batch_size = app_state.bound(batch_col.number_input, "batch_size", "Batch size", PAGE,
-                             min_value=1, max_value=4096, step=16)
+task_name = app_state.bound(task_col.selectbox, "task", "Task", PAGE, options=list(TASKS),
+                            also=lambda old, new: follow_preset(old, task_name=new))
+seq_len = app_state.bound(len_col.number_input, "seq_len", "seq_len (T)", PAGE, step=1,
+                          also=lambda old, new: follow_preset(old, seq_len=new), **limits("seq_len"))
+steps = app_state.bound(steps_col.number_input, "steps", "Steps", PAGE, step=50, **limits("steps"))
+batch_size = app_state.bound(batch_col.number_input, "batch_size", "Batch size", PAGE, step=16,
+                             **limits("batch_size"))
 lr_col, decay_col, seed_col, device_col = st.columns(4)
-lr = app_state.bound(lr_col.number_input, "lr", "Learning rate", PAGE, min_value=1e-6,
-                     max_value=LIMITS["lr"][1], format="%g", step=1e-3)
+lr = app_state.bound(lr_col.number_input, "lr", "Learning rate", PAGE, format="%g", step=1e-3,
+                     **limits("lr"))
 weight_decay = app_state.bound(decay_col.number_input, "weight_decay", "Weight decay", PAGE,
-                               min_value=0.0, max_value=LIMITS["weight_decay"][1], format="%g",
-                               step=0.01, help="AdamW decay pulls every row towards zero, the "
-                                               "untrained rows too.")
-seed = app_state.bound(seed_col.number_input, "seed", "Seed", PAGE, min_value=0,
-                       max_value=2**31 - 1, step=1)
-devices = ["auto", "cpu"] + (["cuda"] if __import__("torch").cuda.is_available() else [])
-device = "auto"
-if not app_state.hidden("device"):
-    device = device_col.selectbox("Device", devices, key="train_device")
+                               format="%g", step=0.01, **limits("weight_decay"),
+                               help="AdamW decay pulls every row towards zero, the untrained "
+                                    "rows too.")
+seed = app_state.bound(seed_col.number_input, "seed", "Seed", PAGE, step=1, **limits("seed"))
+available = [d for d in DEVICES if d in ("auto", "cpu") or (d == "cuda" and torch.cuda.is_available())
+             or (d == "mps" and torch.backends.mps.is_available())]
+device = app_state.bound(device_col.selectbox, "device", "Device", PAGE, options=available)
+app_state.show_pinned(("task", "seq_len", "steps", "batch_size", "lr", "weight_decay", "seed",
+                       "device"))
+experiment = app_state.experiment()
 
 task = TASKS[task_name]
-
-
-def vars_of_preset(name: str, T: int) -> dict:
-    preset = experiment.with_task_preset(name, T)
-    return {"stack": preset.stack, "input": preset.input, "input_dtype": preset.input_dtype}
-
-
 st.markdown(f"**{task.name}** — {task.description}  \n*What the position table should "
             f"learn:* {task.pattern}")
 
+config = TrainConfig(task=task_name, seq_len=int(seq_len), steps=int(steps),
+                     batch_size=int(batch_size), lr=float(lr), weight_decay=float(weight_decay),
+                     seed=int(seed), device=device if device in available else "auto",
+                     dtype=experiment.dtype)
 fits = True
 try:
-    fit_network(experiment.stack, task, int(seq_len), dtype=experiment.dtype,
-                budget_bytes=APP_BUDGET_BYTES)
+    pool.check(experiment.stack, config)
 except StackError as err:
     fits = False
-    st.error(f"The stack from Build does not fit task **{task.name}** with T={seq_len}: "
-             f"**{err.code}** {err.message}\n\n**Fix:** {err.hint}")
+    st.error(f"This run cannot start: **{err.code}** {err.message}\n\n**Fix:** {err.hint}")
     if err.line:
         st.code(annotate(experiment.stack, err), language=None)
-    st.button(f"Use the preset stack for {task.name}", key="train_use_preset",
-              on_click=lambda: app_state.update(**vars_of_preset(task.name, int(seq_len))))
+    if err.code not in ("E_BUDGET", "E_ARG"):
+        preset = experiment.with_task_preset(task.name, int(seq_len))
+        st.button(f"Use the preset stack for {task.name}", key="train_use_preset",
+                  on_click=lambda: app_state.update(stack=preset.stack, input=preset.input,
+                                                    input_dtype=preset.input_dtype))
 else:
-    with st.expander("Stack"):
+    with st.expander("Stack (from Build)"):
         st.code(experiment.stack, language=None, line_numbers=True)
 
 
 def start_training():
-    config = TrainConfig(task=task_name, seq_len=int(seq_len), steps=int(steps),
-                         batch_size=int(batch_size), lr=float(lr),
-                         weight_decay=float(weight_decay), seed=int(seed), device=device,
-                         dtype=experiment.dtype)
     try:
         job = pool.submit(owner, experiment.stack, config)
     except StackError as err:
@@ -96,11 +113,6 @@ if "train_error" in st.session_state:
     err = st.session_state["train_error"]
     st.error(f"**{err.code}** {err.message}\n\n**Fix:** {err.hint}")
 
-STATUS_TEXT = {
-    "queued": "queued", "running": "running", "finished": "finished", "stopped": "stopped",
-    "diverged": "diverged", "failed": "failed",
-}
-
 
 @st.fragment(run_every=0.5 if view and view.active else None)
 def status_panel():
@@ -109,7 +121,6 @@ def status_panel():
         st.info("No run yet: press **Train**.")
         return
     now = current.view()
-    words = STATUS_TEXT[now.status]
     if now.status == "queued":
         st.info(f"Status: **queued** — position {now.position} in the queue "
                 f"({pool.stats()['running']} runs in progress)")
@@ -122,13 +133,14 @@ def status_panel():
     elif now.status == "stopped":
         st.warning(f"Status: **stopped** at step {now.step}")
     else:
-        st.error(f"Status: **{words}** — {now.error}")
+        st.error(f"Status: **{now.status}** — {now.error}")
     st.progress(now.progress, text=f"{now.step} / {now.steps} steps")
     if now.history:
         st.plotly_chart(figures.training_curves(list(now.history), list(now.train_loss)),
                         key=f"train_curves_{now.id}")
     if not now.active and now.status != "failed":
-        st.page_link("pages/explore.py", label="Explore what the table learned", icon=":material/insights:")
+        st.page_link("pages/explore.py", label="Explore what the table learned",
+                     icon=":material/insights:")
     if view is not None and view.active and not now.active:
         st.rerun()  # the run ended: redraw the page (buttons, no more polling)
 

@@ -164,3 +164,72 @@ def test_catalog_shows_every_op_page_resolved_live():
     box.select("pos_embed").run()
     page = at.markdown[-1].value
     assert "Identity: pos_embed@1" in page and "Parameters: 8,580" in page
+
+
+# --- things a first review of the app found ------------------------------------------
+
+
+def test_first_visit_to_train_can_train_at_once():
+    at = app()
+    at.switch_page("pages/train.py").run()
+    assert not at.error and not at.button(key="train_train").disabled
+
+
+def test_link_values_outside_the_controls_are_reported_not_clamped():
+    at = app(task="position", steps="200000", batch_size="5000", seed="3000000000")
+    warning = at.warning[0].value
+    assert "steps='200000'" in warning and "batch_size='5000'" in warning
+    assert "seed='3000000000'" in warning
+    at.switch_page("pages/train.py").run()
+    assert at.number_input(key="train_steps").value == 200  # the task's default, not 1
+
+
+def test_a_run_too_big_for_the_classroom_is_refused_before_it_starts():
+    at = app(task="reverse", seq_len="512", batch_size="1024")
+    at.switch_page("pages/train.py").run()
+    [error] = at.error
+    assert "E_BUDGET" in error.value and "batch_size" in error.value
+    assert at.button(key="train_train").disabled
+
+
+def test_switching_task_or_length_follows_the_preset():
+    at = app()
+    at.switch_page("pages/train.py").run()
+    at.selectbox(key="train_task").select("modular").run()
+    assert not at.error and at.number_input(key="train_seq_len").value == 32
+    assert "linear(8)" in at.query_params["stack"] and at.query_params["input"] == "B,32"
+    at.number_input(key="train_seq_len").set_value(20).run()
+    assert "pos_embed(40)" in at.query_params["stack"] and at.query_params["input"] == "B,20"
+
+
+def test_hidden_controls_show_their_pinned_values():
+    at = app(task="reverse", hide="task,steps")
+    at.switch_page("pages/train.py").run()
+    assert "Set by the link: task = reverse, steps = 400" in at.caption[0].value
+
+
+def test_choosing_a_preset_again_restores_it_and_added_ops_follow_each_other():
+    at = app()
+    labels = at.selectbox(key="build_preset").options
+    shift = next(label for label in labels if label.startswith("Task shift"))
+    at.selectbox(key="build_preset").select(shift).run()
+    preset = at.text_area(key="build_stack").value
+    at.text_area(key="build_stack").set_value("pos_embed(3)").run()
+    at.selectbox(key="build_preset").select(shift).run()
+    assert at.text_area(key="build_stack").value == preset
+    at.text_area(key="build_stack").set_value("linear(4)").run()
+    for op in ("relu", "gelu"):
+        at.selectbox(key="build_add_op").select(op).run()
+        at.button(key="FormSubmitter:build_add-Add").click().run()
+    assert at.text_area(key="build_stack").value == "linear(4)\nrelu()\ngelu()"
+
+
+def test_a_diverged_run_is_explained_on_explore():
+    at = app(task="position", lr="10", steps="200",
+             stack="embedding(16, 32)\npos_embed(32)\nlinear(16)", dtype="float16")
+    at.switch_page("pages/train.py").run()
+    at.button(key="train_train").click().run()
+    assert wait_for_run(at) == "diverged"
+    at.switch_page("pages/explore.py").run()
+    assert not at.exception
+    assert "smaller lr" in at.warning[0].value

@@ -2,7 +2,7 @@
 
 >>> exp, problems = from_query({"stack": "pos_embed(8)", "seq_len": "12", "steps": "many"})
 >>> exp.seq_len, exp.steps, problems
-(12, 400, ["steps='many' is not a whole number from 1 to 1,000,000; using 400"])
+(12, 400, ["steps='many' is not a whole number from 1 to 20,000; using 400"])
 >>> to_query(exp)["seq_len"]
 '12'
 
@@ -19,7 +19,12 @@ from typing import Mapping
 from .language import MAX_SOURCE_CHARS
 from .shapes import COMPUTE_DTYPES, DTYPES
 from .tasks import TASKS
-from .trainer import LIMITS
+
+# What a link (and the app's controls) accept: a classroom server's ranges, tighter than
+# the library's. A value outside is reported and replaced by its default, never clamped.
+APP_LIMITS = {"seq_len": (1, 512), "steps": (1, 20_000), "batch_size": (1, 1024),
+              "seed": (0, 2**31 - 1), "lr": (1e-6, 10.0), "weight_decay": (0.0, 10.0)}
+DEVICES = ("auto", "cpu", "cuda", "mps")
 
 REFERENCE_STEM = "embedding(500, 16)\npos_embed(32)\nlinear(4)"
 HIDEABLE = ("stack", "input", "input_dtype", "dtype", "task", "seq_len", "steps", "batch_size",
@@ -30,8 +35,8 @@ HIDEABLE = ("stack", "input", "input_dtype", "dtype", "task", "seq_len", "steps"
 class Experiment:
     """Everything a link pins: the stack, its input, and the training settings."""
 
-    stack: str = REFERENCE_STEM
-    input: str = "B,12"
+    stack: str = TASKS["reverse"].preset(16)  # so that Train works from the first visit
+    input: str = "B,16"
     input_dtype: str = "int64"
     dtype: str = "float32"
     task: str = "reverse"
@@ -41,6 +46,7 @@ class Experiment:
     lr: float = 3e-3
     weight_decay: float = 0.0
     seed: int = 0
+    device: str = "auto"
     hide: tuple[str, ...] = ()
 
     def with_task_preset(self, task: str | None = None, seq_len: int | None = None) -> "Experiment":
@@ -89,7 +95,7 @@ def _choice(name: str, options):
 
 
 def _int(name: str):
-    low, high = LIMITS[name]
+    low, high = APP_LIMITS[name]
 
     def parse(raw: str):
         text = raw.strip().replace("_", "")
@@ -100,14 +106,14 @@ def _int(name: str):
 
 
 def _float(name: str):
-    low, high = LIMITS[name]
+    low, high = APP_LIMITS[name]
 
     def parse(raw: str):
         try:
             value = float(raw) if len(raw) <= 40 else math.nan
         except ValueError:
             value = math.nan
-        if math.isfinite(value) and low <= value <= high and not (name == "lr" and value == 0):
+        if math.isfinite(value) and low <= value <= high:
             return value, None
         return None, f"{name}={raw!r} is not a number from {low} to {high}"
     return parse
@@ -134,6 +140,7 @@ PARSERS = {
     "lr": _float("lr"),
     "weight_decay": _float("weight_decay"),
     "seed": _int("seed"),
+    "device": _choice("device", list(DEVICES)),
     "hide": _hide,
 }
 
@@ -145,7 +152,7 @@ def from_query(params: Mapping[str, object]) -> tuple[Experiment, list[str]]:
     that names a task but no stack gets that task's preset.
     """
     values: dict[str, object] = {}
-    problems: list[str] = []
+    refused: list[tuple[str, str, bool]] = []  # (field, problem, was the value dropped)
     for name, parse in PARSERS.items():
         raw = params.get(name)
         if isinstance(raw, (list, tuple)):
@@ -156,13 +163,14 @@ def from_query(params: Mapping[str, object]) -> tuple[Experiment, list[str]]:
         if value is not None:
             values[name] = value
         if problem:
-            default = getattr(DEFAULT, name)
-            problems.append(problem + ("" if value is not None else f"; using {default!r}"
-                                       if isinstance(default, str) else f"; using {default}"))
+            refused.append((name, problem, value is None))
     experiment = DEFAULT
     if "task" in values and "stack" not in values:
         experiment = experiment.with_task_preset(values["task"], values.get("seq_len"))
-    return replace(experiment, **values), problems
+    experiment = replace(experiment, **values)
+    problems = [problem + (f"; using {getattr(experiment, name)!r}" if dropped else "")
+                for name, problem, dropped in refused]
+    return experiment, problems
 
 
 def to_query(experiment: Experiment) -> dict[str, str]:

@@ -265,8 +265,8 @@ def snapshot_heatmaps(run, node: str, kind: str = "cosine") -> go.Figure:
                   for (step, _), z in zip(chosen, frames_z)]
     animate = dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))
     slider = dict(
-        active=0, x=0.1, len=0.9, y=0, yanchor="top", pad=dict(t=60),
-        currentvalue=dict(prefix="training step ", font=dict(size=13)),
+        active=0, x=0.22, len=0.78, y=0, yanchor="top", pad=dict(t=60),
+        currentvalue=dict(prefix="training step ", font=dict(size=13), xanchor="right"),
         steps=[dict(label=str(step), method="animate", args=[[str(step)], animate])
                for step, _ in chosen],
     )
@@ -479,7 +479,8 @@ def training_curves(history: Sequence[dict], train_loss: Sequence[tuple[int, flo
                              line=dict(color=TRAINED_COLOR),
                              hovertemplate="step %{x}<br>accuracy %{y:.1%}<extra></extra>"),
                   row=2, col=1)
-    fig.update_yaxes(title_text="cross-entropy (log scale)", type="log", row=1, col=1)
+    fig.update_yaxes(title_text="cross-entropy (log scale)", type="log", exponentformat="e",
+                     row=1, col=1)
     fig.update_yaxes(title_text="accuracy", range=[0, 1.05], tickformat=".0%", row=2, col=1)
     fig.update_xaxes(title_text="training step", row=2, col=1)
     fig.update_layout(title=dict(text="Training curves"), height=HEIGHT,
@@ -491,7 +492,7 @@ def training_curves(history: Sequence[dict], train_loss: Sequence[tuple[int, flo
 # everything for one run
 
 
-def run_figures(run) -> list[RunFigure]:
+def run_figures(run, node: str | None = None) -> list[RunFigure]:
     """Every figure that applies to ``run``, in reading order, for its first position table.
 
     Figures that do not apply are left out: with no learned position table only the
@@ -507,14 +508,16 @@ def run_figures(run) -> list[RunFigure]:
             training_curves(run.history, run.train_loss)))
     if not run.position_nodes:
         return figures
-    node = run.position_nodes[0]
+    node = node if node in run.position_nodes else run.position_nodes[0]
     table = run.table(node)  # (max_len, D)
     n = table.shape[0]
     untrained = f"; rows ≥ {T} (past the dashed lines) were never trained" if n > T else ""
+    look_for = (f"What to look for: {run.task.pattern}" if not run.task.mixing else
+                "In this task positions must find each other, so the pattern shows in the "
+                "attention maps below; the rows themselves need not look alike.")
     figures.append(RunFigure(
         "Cosine similarity of the rows",
-        f"How alike each pair of rows of {node}'s table points{untrained}. "
-        f"What to look for: {run.task.pattern}",
+        f"How alike each pair of rows of {node}'s table points{untrained}. {look_for}",
         similarity_heatmap(table, "cosine", T,
                            title=f"Cosine similarity of {node}'s rows (task {run.task.name})")))
     figures.append(RunFigure(
@@ -585,7 +588,8 @@ def _probe_caption(probe: analysis.LengthProbe, trained_accuracy: float) -> str:
         return (f"Accuracy at each position of {P}-long sequences, trained on {T}: positions "
                 f"< {T} keep {probe.inside:.0%}, but the rows past T were never trained and "
                 f"accuracy falls off a cliff to {probe.beyond:.0%}.")
-    return (f"Accuracy at each position of {P}-long sequences, trained on {T}: even positions "
-            f"< {T} drop to {probe.inside:.0%} (from {trained_accuracy:.0%}), because in a "
+    return (f"Accuracy at each position of {P}-long sequences, trained on {T}: even the "
+            f"trained positions (< {T}) drop to {probe.inside:.0%} (from {trained_accuracy:.0%}), "
+            f"because in a "
             f"longer sequence this task asks every position for something new (such as a "
             f"different partner), and past T the untrained rows give {probe.beyond:.0%}.")

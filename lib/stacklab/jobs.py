@@ -29,6 +29,7 @@ from .trainer import Run, TrainConfig, Trainer
 
 GiB = 1 << 30
 APP_BUDGET_BYTES = 256 << 20  # parameter bytes a classroom run may allocate
+APP_ACTIVATION_BUDGET_BYTES = 1 << 30  # activation bytes of one training step
 DEFAULT_TTL_SECONDS = float(os.environ.get("STACKLAB_SESSION_TTL", 15 * 60))
 MAX_JOBS_PER_OWNER = 5  # finished runs kept per session, newest first
 
@@ -103,9 +104,11 @@ class JobPool:
     """Runs training jobs on ``workers`` threads; see the module docstring."""
 
     def __init__(self, workers: int | None = None, *, budget_bytes: int = APP_BUDGET_BYTES,
+                 activation_budget_bytes: int = APP_ACTIVATION_BUDGET_BYTES,
                  ttl_seconds: float = DEFAULT_TTL_SECONDS, max_queued: int = 200):
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.budget_bytes = budget_bytes
+        self.activation_budget_bytes = activation_budget_bytes
         self.ttl_seconds = ttl_seconds
         self.max_queued = max_queued
         self._lock = threading.Condition()
@@ -124,7 +127,7 @@ class JobPool:
 
         An owner has at most one active job: submitting again stops the previous one.
         """
-        trainer = Trainer(source, config, budget_bytes=self.budget_bytes)
+        trainer = self.check(source, config)
         with self._lock:
             self._forget_idle_locked()
             if self._closed:
@@ -145,6 +148,11 @@ class JobPool:
             self._start_workers_locked()
             self._lock.notify()
         return job
+
+    def check(self, source: str | None, config: TrainConfig) -> Trainer:
+        """The trainer a submit would queue; raises `StackError` if the run is not allowed."""
+        return Trainer(source, config, budget_bytes=self.budget_bytes,
+                       activation_budget_bytes=self.activation_budget_bytes)
 
     def stop(self, owner: str, job_id: int) -> bool:
         """Stop one of ``owner``'s jobs (a queued one never starts); False if not theirs."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
@@ -124,6 +125,19 @@ class Network:
         from .build import build
 
         return build(self, seed=seed, device=device)
+
+    def activation_elements(self, batch: int = 1) -> int:
+        """Elements every node's output (and an op's scratch, such as attention's scores)
+        holds for one forward pass, with each symbol taken as ``batch``: an estimate of a
+        training step's activation memory, computed without allocating anything."""
+        total = 0
+        for node in self.nodes:
+            for _, shape in node.outputs:
+                total += math.prod(d if isinstance(d, int) else batch for d in shape)
+            scratch = node.spec.scratch
+            if scratch is not None:
+                total += batch * scratch(node.env)
+        return total
 
     def state_shapes(self) -> dict[str, tuple[int, ...]]:
         """Every parameter's state_dict key and shape: ``{"n1.weight": (32, 16), ...}``."""

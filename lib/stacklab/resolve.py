@@ -176,9 +176,19 @@ def _convert(spec: OpSpec, arg: Arg, argument: Argument, call: Call, node: str |
 def _fix_value(spec: OpSpec, arg: Arg, value: object) -> str:
     if arg.type is int and isinstance(value, float) and value.is_integer():
         return f"write {int(value)}"
+    if arg.type in (int, float) and isinstance(value, str) and _is_number(value):
+        return f"write {value.strip()} without quotes"
     if arg.type is bool:
         return f"write {arg.name}=true or {arg.name}=false"
     return f"{arg.name}: {arg.description}"
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _unknown_op(call: Call, ops: dict[str, OpSpec]) -> StackError:

@@ -161,6 +161,9 @@ class OpSpec:
     error_examples: tuple[ErrorExample, ...] = ()
     # Plain PyTorch for `stacklab.export`: a constructor expression over the env, and the
     # source of any small module class it needs (same parameter names as `module`).
+    # Extra elements per batch item a forward pass keeps besides the output (for the
+    # activation estimate of `Network.activation_elements`).
+    scratch: Callable[[Mapping[str, object]], int] | None = None
     torch_code: Callable[[Mapping[str, object]], str] | None = None
     torch_class: str = ""
 

@@ -28,6 +28,7 @@ from .network import Network
 from .ops.embedding import Embedding
 from .ops.pos_embed import PosEmbed
 from .resolve import DEFAULT_BUDGET_BYTES, resolve
+from .shapes import DTYPE_BYTES
 from .tasks import Task, get_task
 
 MAX_SNAPSHOTS = 40
@@ -88,6 +89,26 @@ def _check_float(name: str, value: object, low: float, high: float, low_open=Fal
                          hint=f"set {name} within range")
 
 
+DEFAULT_ACTIVATION_BUDGET_BYTES = 8 << 30  # the app sets a smaller one
+
+
+def _check_activations(network: Network, config: TrainConfig, budget: int) -> None:
+    """Refuse a run whose training step would hold more activations than ``budget``.
+
+    Parameters are checked by the resolver; a long sequence or a big batch can still need
+    gigabytes in one step (attention keeps [B, heads, T, T] scores), so the estimate,
+    with room for their gradients, is checked before anything is allocated.
+    """
+    per_item = network.activation_elements(batch=1)
+    needed = 3 * per_item * config.batch_size * DTYPE_BYTES[network.dtype]
+    if needed > budget:
+        raise StackError(
+            "E_BUDGET", f"one training step at batch_size={config.batch_size}, "
+            f"seq_len={config.seq_len} would hold about {needed / 2**30:.1f} GiB of "
+            f"activations, over the budget of {budget / 2**30:.1f} GiB",
+            hint="use a smaller batch_size or seq_len")
+
+
 def fit_network(source: str, task: Task, seq_len: int, *, dtype: str = "float32",
                 budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Network:
     """Resolve ``source`` for ``task`` and check it fits: ids in, one class score per position out."""
@@ -143,7 +164,8 @@ class Run:
 
     @property
     def final(self) -> dict:
-        last = self.history[-1] if self.history else {"accuracy": float("nan"), "loss": float("nan")}
+        """Held-out accuracy and loss of the last evaluation (``None`` before any)."""
+        last = self.history[-1] if self.history else {"accuracy": None, "loss": None}
         return {"accuracy": last["accuracy"], "loss": last["loss"]}
 
     def table(self, node: str) -> torch.Tensor:
@@ -187,12 +209,14 @@ class Trainer:
     EVENTS = ("on_batch_end", "on_eval", "on_end")
 
     def __init__(self, source: str | None, config: TrainConfig, *,
-                 budget_bytes: int = DEFAULT_BUDGET_BYTES):
+                 budget_bytes: int = DEFAULT_BUDGET_BYTES,
+                 activation_budget_bytes: int = DEFAULT_ACTIVATION_BUDGET_BYTES):
         self.config = config.filled()
         self.task = get_task(self.config.task)
         self.source = source if source is not None else self.task.preset(self.config.seq_len)
         self.network = fit_network(self.source, self.task, self.config.seq_len,
                                    dtype=self.config.dtype, budget_bytes=budget_bytes)
+        _check_activations(self.network, self.config, activation_budget_bytes)
         self.device = pick_device(self.config.device)
         self.callbacks: dict[str, list[Callable[[Run], None]]] = {e: [] for e in self.EVENTS}
         self._stop = threading.Event()
@@ -278,7 +302,9 @@ class Trainer:
         finally:
             run.seconds = time.perf_counter() - start
             run.row_grad_norm = {name: g.cpu() for name, g in grad_sum.items()}
-            if run.history and run.history[-1]["step"] != run.step and run.status != "diverged":
+            if run.status == "diverged" and not run.history:
+                run.history.append(self._evaluate(model, eval_x, eval_y, classes, 0))
+            elif run.history and run.history[-1]["step"] != run.step and run.status != "diverged":
                 run.history.append(self._evaluate(model, eval_x, eval_y, classes, run.step))
             self._fire("on_end", run)
         return run

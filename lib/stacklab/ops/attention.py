@@ -10,6 +10,10 @@ from ..shapes import COMPUTE_DTYPES
 from ..spec import Arg, Constraint, ErrorExample, Example, OpSpec, input_port, output_port, register
 
 
+def _known(dim) -> int:
+    return dim if isinstance(dim, int) else 1
+
+
 class Attention(nn.Module):
     """``out = x + proj(MHSA(x))``: Q, K and V from one fused projection, all with bias."""
 
@@ -66,8 +70,15 @@ SPEC = register(OpSpec(
     ),),
     params=lambda env: {"qkv.weight": (3 * env["D"], env["D"]), "qkv.bias": (3 * env["D"],),
                         "proj.weight": (env["D"], env["D"]), "proj.bias": (env["D"],)},
+    # q, k, v and the mixed values (4·T·D), and scores and weights per head (2·heads·T²);
+    # T stands for the symbol when it is not known.
+    scratch=lambda env: (4 * _known(env["T"]) * env["D"] + 2 * env["heads"] * _known(env["T"]) ** 2),
     torch_code=lambda env: f"Attention({env['D']}, {env['heads']}, causal={env['causal']})",
-    torch_class='''class Attention(nn.Module):
+    torch_class='''def _known(dim) -> int:
+    return dim if isinstance(dim, int) else 1
+
+
+class Attention(nn.Module):
     """out = x + proj(multi-head self-attention(x)), Q, K and V from one fused projection."""
 
     def __init__(self, dim, heads, causal=False):
