@@ -13,7 +13,6 @@ import uuid
 from dataclasses import replace
 
 import streamlit as st
-import torch
 
 from stacklab.experiment import Experiment, from_query, to_query
 from stacklab.jobs import APP_BUDGET_BYTES, JobPool
@@ -26,9 +25,8 @@ SESSION_ID = "session_id"
 @st.cache_resource
 def pool() -> JobPool:
     """The server's training pool: one worker per CPU core, each torch op on one thread."""
-    torch.set_num_threads(1)  # workers run side by side; one intra-op thread each
     return JobPool(workers=int(os.environ.get("STACKLAB_WORKERS", os.cpu_count() or 1)),
-                   budget_bytes=APP_BUDGET_BYTES)
+                   budget_bytes=APP_BUDGET_BYTES, threads_per_job=1)
 
 
 def start() -> Experiment:

@@ -114,7 +114,23 @@ if "train_error" in st.session_state:
     st.error(f"**{err.code}** {err.message}\n\n**Fix:** {err.hint}")
 
 
-@st.fragment(run_every=0.5 if view and view.active else None)
+def curves(now):
+    """The training curves, drawn again only when a new evaluation came in."""
+    cache_key = (now.id, len(now.history))
+    cached = st.session_state.get("train_curves")
+    if cached is None or cached[0] != cache_key:
+        last_eval = now.history[-1]["step"]
+        losses = [(step, loss) for step, loss in now.train_loss if step <= last_eval]
+        cached = (cache_key, figures.training_curves(list(now.history), losses))
+        st.session_state["train_curves"] = cached
+    return cached[1]
+
+
+# Poll often while running, seldom while queued (a classroom has many queued runs).
+POLL_SECONDS = {"running": 1.0, "queued": 2.0}
+
+
+@st.fragment(run_every=POLL_SECONDS.get(view.status) if view else None)
 def status_panel():
     current = pool.get(owner, st.session_state[JOB]) if JOB in st.session_state else None
     if current is None:
@@ -136,8 +152,7 @@ def status_panel():
         st.error(f"Status: **{now.status}** — {now.error}")
     st.progress(now.progress, text=f"{now.step} / {now.steps} steps")
     if now.history:
-        st.plotly_chart(figures.training_curves(list(now.history), list(now.train_loss)),
-                        key=f"train_curves_{now.id}")
+        st.plotly_chart(curves(now), key=f"train_curves_{now.id}")
     if not now.active and now.status != "failed":
         st.page_link("pages/explore.py", label="Explore what the table learned",
                      icon=":material/insights:")

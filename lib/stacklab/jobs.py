@@ -24,6 +24,8 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
+import torch
+
 from .errors import StackError
 from .trainer import Run, TrainConfig, Trainer
 
@@ -105,8 +107,10 @@ class JobPool:
 
     def __init__(self, workers: int | None = None, *, budget_bytes: int = APP_BUDGET_BYTES,
                  activation_budget_bytes: int = APP_ACTIVATION_BUDGET_BYTES,
-                 ttl_seconds: float = DEFAULT_TTL_SECONDS, max_queued: int = 200):
+                 ttl_seconds: float = DEFAULT_TTL_SECONDS, max_queued: int = 200,
+                 threads_per_job: int | None = None):
         self.workers = max(1, workers or os.cpu_count() or 1)
+        self.threads_per_job = threads_per_job
         self.budget_bytes = budget_bytes
         self.activation_budget_bytes = activation_budget_bytes
         self.ttl_seconds = ttl_seconds
@@ -229,6 +233,9 @@ class JobPool:
             thread.start()
 
     def _work(self) -> None:
+        if self.threads_per_job:
+            # OpenMP's thread count is per calling thread: set it in the worker itself
+            torch.set_num_threads(self.threads_per_job)
         while True:
             with self._lock:
                 while not self._queue and not self._closed:
