@@ -26,7 +26,7 @@ SESSION_ID = "session_id"
 def pool() -> JobPool:
     """The server's training pool: one worker per CPU core, each torch op on one thread."""
     return JobPool(workers=int(os.environ.get("STACKLAB_WORKERS", os.cpu_count() or 1)),
-                   budget_bytes=APP_BUDGET_BYTES, threads_per_job=1)
+                   budget_bytes=APP_BUDGET_BYTES, threads_per_job=1, worker_nice=10)
 
 
 def start() -> Experiment:

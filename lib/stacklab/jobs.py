@@ -108,9 +108,10 @@ class JobPool:
     def __init__(self, workers: int | None = None, *, budget_bytes: int = APP_BUDGET_BYTES,
                  activation_budget_bytes: int = APP_ACTIVATION_BUDGET_BYTES,
                  ttl_seconds: float = DEFAULT_TTL_SECONDS, max_queued: int = 200,
-                 threads_per_job: int | None = None):
+                 threads_per_job: int | None = None, worker_nice: int = 0):
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.threads_per_job = threads_per_job
+        self.worker_nice = worker_nice
         self.budget_bytes = budget_bytes
         self.activation_budget_bytes = activation_budget_bytes
         self.ttl_seconds = ttl_seconds
@@ -236,6 +237,12 @@ class JobPool:
         if self.threads_per_job:
             # OpenMP's thread count is per calling thread: set it in the worker itself
             torch.set_num_threads(self.threads_per_job)
+        if self.worker_nice:
+            # Training yields the CPU to page scripts: a busy classroom stays responsive.
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.worker_nice)
+            except (OSError, AttributeError):
+                pass
         while True:
             with self._lock:
                 while not self._queue and not self._closed:
