@@ -31,7 +31,7 @@ SESSION_TTL = 20  # seconds; the server forgets closed tabs' runs after this
 # In a classroom every student's browser runs on the student's own machine; here all 30
 # share the server's 2 cores, so the simulated students' browsers run at a lower priority
 # (LOADTEST_STUDENT_NICE=0 to measure without that).
-STUDENT_NICE = int(os.environ.get("LOADTEST_STUDENT_NICE", "10"))
+STUDENT_NICE = int(os.environ.get("LOADTEST_STUDENT_NICE", "19"))
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--no-first-run", "--disable-dev-shm-usage"]
