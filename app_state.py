@@ -102,9 +102,3 @@ def show_pinned(fields: tuple[str, ...]) -> None:
     if pinned:
         values = ", ".join(f"{f} = {getattr(experiment(), f)}" for f in pinned)
         st.caption(f":material/lock: Set by the link: {values}")
-
-
-def set_widgets(page: str, **values) -> None:
-    """Put ``values`` into the page's widgets before they are drawn (e.g. after a preset)."""
-    for field, value in values.items():
-        st.session_state[f"{page}_{field}"] = value

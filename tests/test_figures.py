@@ -10,7 +10,6 @@ import json
 import numpy as np
 import plotly.graph_objects as go
 import pytest
-import torch
 
 from stacklab import analysis, figures
 from stacklab.report_html import report_html

@@ -9,7 +9,7 @@ import torch
 
 from stacklab import StackError
 from stacklab.analysis import length_probe
-from stacklab.tasks import TASKS, get_task
+from stacklab.tasks import TASKS
 from stacklab.trainer import TrainConfig, Trainer, train
 
 

@@ -22,7 +22,7 @@ from .errors import StackError
 from .language import Argument, Call, parse
 from .network import Network, Node, Requirement
 from .shapes import DTYPE_BYTES, Shape, check_dtype, dtype_class, format_shape, parse_input_shape
-from .spec import Arg, OpSpec, catalog, format_value
+from .spec import Arg, OpSpec, catalog
 
 GiB = 1 << 30
 DEFAULT_BUDGET_BYTES = 4 * GiB  # parameter bytes; the app sets a smaller one

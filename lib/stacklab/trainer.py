@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import torch
@@ -357,7 +357,3 @@ def train(source: str | None = None, **settings) -> Run:
         for fn in fns if isinstance(fns, (list, tuple)) else [fns]:
             trainer.add_callback(event, fn)
     return trainer.run()
-
-
-def config_dict(config: TrainConfig) -> dict:
-    return asdict(config)
