@@ -42,11 +42,17 @@ def golden(request):
 
 
 @pytest.fixture
-def cli(capsys):
-    """``cli(*argv)`` runs the command line in-process: ``(exit status, stdout, stderr)``."""
+def cli(capsys, monkeypatch):
+    """``cli(*argv, stdin=b"...")`` runs the command line in-process:
+    ``(exit status, stdout, stderr)``."""
+    import io
+    import sys
+
     from stacklab.cli import main
 
-    def run(*argv):
+    def run(*argv, stdin: bytes | None = None):
+        if stdin is not None:
+            monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
         try:
             code = main(list(argv))
         except SystemExit as exit_:

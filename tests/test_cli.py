@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
@@ -10,20 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from stacklab.cli import main
-
 STEM = "embedding(500, 16)\npos_embed(32)\nlinear(4)\n"
-
-
-def run(capsys, *argv, stdin: bytes | None = None, monkeypatch=None):
-    if stdin is not None:
-        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
@@ -33,31 +19,31 @@ def stem_file(tmp_path):
     return path
 
 
-def test_resolve_file_prints_the_report(capsys, stem_file, golden):
-    code, out, err = run(capsys, "resolve", str(stem_file), "--input", "B,12",
+def test_resolve_file_prints_the_report(cli, stem_file, golden):
+    code, out, err = cli("resolve", str(stem_file), "--input", "B,12",
                          "--input-dtype", "int64")
     assert code == 0 and err == ""
     golden("reference_stem.out", out)
 
 
-def test_resolve_stdin(capsys, monkeypatch, golden):
-    code, out, _ = run(capsys, "resolve", "-", "--input", "B,6,4",
-                       stdin=b"pos_embed(64)\nlinear(8)\n", monkeypatch=monkeypatch)
+def test_resolve_stdin(cli, golden):
+    code, out, _ = cli("resolve", "-", "--input", "B,6,4",
+                       stdin=b"pos_embed(64)\nlinear(8)\n")
     assert code == 0
     golden("reference_296.out", out)
 
 
-def test_resolve_json(capsys, stem_file):
-    code, out, _ = run(capsys, "resolve", str(stem_file), "--input", "B,12", "--input-dtype",
+def test_resolve_json(cli, stem_file):
+    code, out, _ = cli("resolve", str(stem_file), "--input", "B,12", "--input-dtype",
                        "int64", "--json")
     data = json.loads(out)
     assert code == 0 and data["param_count"] == 8_580 and len(data["nodes"]) == 3
 
 
-def test_stack_error_exits_1_with_the_message_on_stderr(capsys, tmp_path, golden):
+def test_stack_error_exits_1_with_the_message_on_stderr(cli, tmp_path, golden):
     path = tmp_path / "bad.stack"
     path.write_text("embedding(500, 16)\npos_embed(8)\n")
-    code, out, err = run(capsys, "resolve", str(path), "--input", "B,12", "--input-dtype", "int64")
+    code, out, err = cli("resolve", str(path), "--input", "B,12", "--input-dtype", "int64")
     assert (code, out) == (1, "")
     assert err.startswith("E_CONSTRAINT at line 2, col 1 (n1 pos_embed)")
     assert "Traceback" not in err
@@ -70,8 +56,8 @@ def test_stack_error_exits_1_with_the_message_on_stderr(capsys, tmp_path, golden
     (["frobnicate"], "invalid choice"),
     ([], "required"),
 ])
-def test_usage_errors_exit_2(capsys, argv, words):
-    code, _, err = run(capsys, *argv)
+def test_usage_errors_exit_2(cli, argv, words):
+    code, _, err = cli(*argv)
     assert code == 2 and words in err and "usage:" in err
 
 
@@ -80,51 +66,50 @@ def test_usage_errors_exit_2(capsys, argv, words):
     (b"", "empty"),
     (b"relu()\n" * 10, None),
 ])
-def test_odd_stdin(capsys, monkeypatch, data, code_words):
-    code, _, err = run(capsys, "resolve", "-", "--input", "B,4", stdin=data,
-                       monkeypatch=monkeypatch)
+def test_odd_stdin(cli, data, code_words):
+    code, _, err = cli("resolve", "-", "--input", "B,4", stdin=data)
     if code_words is None:
         assert code == 0
     else:
         assert code == 1 and "E_PARSE" in err and code_words in err
 
 
-def test_malformed_input_shape_is_a_stack_error(capsys, stem_file):
-    code, _, err = run(capsys, "resolve", str(stem_file), "--input", "B,,12")
+def test_malformed_input_shape_is_a_stack_error(cli, stem_file):
+    code, _, err = cli("resolve", str(stem_file), "--input", "B,,12")
     assert code == 1 and err.startswith("E_SHAPE")
 
 
-def test_ops_lists_the_catalog(capsys, golden):
-    code, out, _ = run(capsys, "ops")
+def test_ops_lists_the_catalog(cli, golden):
+    code, out, _ = cli("ops")
     assert code == 0
     golden("ops.out", out)
-    code, out, _ = run(capsys, "ops", "--json")
+    code, out, _ = cli("ops", "--json")
     names = {op["name"] for op in json.loads(out)}
     assert {"pos_embed", "embedding", "attention"} <= names
 
 
-def test_docs_writes_the_reference(capsys, tmp_path):
-    code, _, err = run(capsys, "docs", "--out", str(tmp_path / "docs"))
+def test_docs_writes_the_reference(cli, tmp_path):
+    code, _, err = cli("docs", "--out", str(tmp_path / "docs"))
     assert code == 0 and "wrote" in err
     committed = Path(__file__).parent.parent / "docs"
     for page in committed.glob("*.md"):
         assert (tmp_path / "docs" / page.name).read_text() == page.read_text()
 
 
-def test_docs_leaves_other_files_alone(capsys, tmp_path):
+def test_docs_leaves_other_files_alone(cli, tmp_path):
     (tmp_path / "README.md").write_text("mine")
     (tmp_path / "retired_op.md").write_text(Path(__file__).parent.parent.joinpath(
         "docs", "relu.md").read_text())  # a page an earlier version generated
-    assert run(capsys, "docs", "--out", str(tmp_path))[0] == 0
+    assert cli("docs", "--out", str(tmp_path))[0] == 0
     assert (tmp_path / "README.md").read_text() == "mine"
     assert not (tmp_path / "retired_op.md").exists()
 
 
-def test_byte_order_mark_and_subcommand_usage(capsys, monkeypatch):
-    code, out, _ = run(capsys, "resolve", "-", "--input", "B,12,16",
-                       stdin="\ufeffpos_embed(32)\n".encode(), monkeypatch=monkeypatch)
+def test_byte_order_mark_and_subcommand_usage(cli):
+    code, out, _ = cli("resolve", "-", "--input", "B,12,16",
+                       stdin="\ufeffpos_embed(32)\n".encode())
     assert code == 0 and "Parameters: 512" in out
-    code, _, err = run(capsys, "resolve", "missing.stack", "--input", "B,12")
+    code, _, err = cli("resolve", "missing.stack", "--input", "B,12")
     assert code == 2 and err.startswith("usage: stacklab resolve")
 
 

@@ -110,7 +110,7 @@ def attention_map(run, node: str | None = None, size: int = 256) -> torch.Tensor
     x, _ = run.task.eval_set(run.config.seq_len, size=size,
                              device=next(run.model.parameters()).device)
     was_training = run.model.training
-    run.model.eval()
+    run.model.train(False)
     try:
         with torch.no_grad():
             run.model(x)
@@ -186,7 +186,7 @@ def length_probe(run, probe_len: int | None = None, size: int = 512) -> LengthPr
     model.use_network(network)
     try:
         x, y = task.eval_set(probe_len, size=size, device=next(model.parameters()).device)
-        model.eval()
+        model.train(False)
         with torch.no_grad():
             logits = model(x)  # (N, probe_len, classes)
         model.train()

@@ -5,7 +5,7 @@
     pos_embed(32)          # unnamed nodes are called n0, n1, ... by index
     linear(4, bias=false)
 
-A hand-written scanner and parser (no eval, exec, literal_eval or compile anywhere). The
+A hand-written scanner and parser: user text is only ever matched and split, never run. The
 input is bounded before any scanning, so hostile text (a 10 MB line, 200k lines, a
 thousand-digit integer) is refused with ``E_PARSE`` instead of hanging. Results are frozen
 dataclasses that keep their source spans for error messages.

@@ -311,7 +311,7 @@ class Trainer:
 
     @staticmethod
     def _evaluate(model, x, y, classes: int, step: int) -> dict:
-        model.eval()
+        model.train(False)
         with torch.no_grad():
             logits = model(x).float()  # (N, T, classes)
             loss = F.cross_entropy(logits.reshape(-1, classes), y.reshape(-1)).item()
