@@ -1,6 +1,6 @@
 """Checkpoints as safetensors files, checked against the resolved network before use.
 
-Only safetensors, never a pickle-based loader: a safetensors file is a JSON header and raw
+Only safetensors, never a loader that can run code: a safetensors file is a JSON header and raw
 tensor bytes, so reading one cannot run code.
 Loading checks, before any tensor is used: the file size, the header, the keys, every
 shape and dtype against the network, and that all values are finite.
