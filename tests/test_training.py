@@ -50,6 +50,22 @@ def test_same_seed_same_metrics_on_cpu():
     assert c.history != a.history
 
 
+def test_a_run_stopped_before_its_first_evaluation_still_reports_one():
+    trainer = Trainer(None, TrainConfig(task="reverse", steps=1000))
+    trainer.add_callback("on_batch_end", lambda run: trainer.stop() if run.step == 3 else None)
+    run = trainer.run()
+    assert run.status == "stopped" and run.step == 3
+    assert run.history == [run.history[-1]] and run.history[-1]["step"] == 3
+    assert isinstance(run.final["accuracy"], float)
+
+
+def test_dropout_runs_are_reproducible_too():
+    source = "embedding(16, 32)\npos_embed(32)\ndropout(0.3)\nlinear(16)"
+    a = train(source, task="position", steps=30, eval_every=10, seed=4)
+    b = train(source, task="position", steps=30, eval_every=10, seed=4)
+    assert a.history == b.history and a.train_loss == b.train_loss
+
+
 def test_rows_beyond_t_get_no_gradient_and_do_not_move_without_decay():
     run = train(task="modular", steps=60, weight_decay=0.0)
     T = run.config.seq_len
@@ -103,8 +119,11 @@ def test_non_finite_loss_stops_the_run_and_keeps_the_last_good_state():
     run = trainer.run()
     assert run.status == "diverged" and "smaller lr" in run.error
     assert all(bool(torch.isfinite(p).all()) for p in run.model.parameters())
-    assert run.history[-1]["step"] == 20
+    assert run.history[-1]["step"] == 20 and run.step == 20
     assert all(bool(torch.isfinite(t).all()) for _, t in run.snapshots["n1"])
+    assert bool(torch.isfinite(run.row_grad_norm["n1"]).all())
+    import json
+    json.dumps(run.metrics(), allow_nan=False)  # valid JSON: no NaN anywhere
 
 
 @pytest.mark.parametrize("source, code, words", [

@@ -107,6 +107,7 @@ def attention_map(run, node: str | None = None, size: int = 256) -> torch.Tensor
     attention = found[1]
     captured = {}
     hook = attention.register_forward_pre_hook(lambda _, args: captured.setdefault("x", args[0]))
+    size = min(size, run.config.batch_size)  # no more memory than a training step
     x, _ = run.task.eval_set(run.config.seq_len, size=size,
                              device=next(run.model.parameters()).device)
     was_training = run.model.training
@@ -187,11 +188,15 @@ def length_probe(run, probe_len: int | None = None, size: int = 512) -> LengthPr
     try:
         x, y = task.eval_set(probe_len, size=size, device=next(model.parameters()).device)
         model.train(False)
+        correct = torch.zeros(probe_len, device=x.device)
+        chunk = run.config.batch_size  # no more memory than a training step
         with torch.no_grad():
-            logits = model(x)  # (N, probe_len, classes)
+            for start in range(0, size, chunk):
+                logits = model(x[start:start + chunk])  # (chunk, probe_len, classes)
+                target = y[start:start + chunk]
+                correct += ((logits.argmax(-1) == target) & (target < classes)).float().sum(0)
         model.train()
-        correct = (logits.argmax(-1) == y) & (y < classes)
-        accuracy = correct.float().mean(0).cpu()  # (probe_len,)
+        accuracy = (correct / size).cpu()  # (probe_len,)
     finally:
         model.use_network(original)
     return LengthProbe(trained_len=T, probe_len=probe_len, accuracy=accuracy)

@@ -35,6 +35,7 @@ __all__ = ["similarity_heatmap", "query_key_heatmap", "snapshot_heatmaps", "grad
 MAX_CELLS = 384  # heatmap cells per side: 384² float32 values are ~0.8 MB of JSON
 ANIMATION_CELLS = 200_000  # cells over all frames of an animation (~1.1 MB of JSON)
 MAX_FRAMES = 40  # snapshots shown by the training animation
+MAX_TABLE_ROWS = 4096  # rows of a table the run figures look at (its first ones)
 HEIGHT = 520  # px; also the height of the div in an HTML report
 
 TRAINED_COLOR = "#1f77b4"
@@ -509,7 +510,7 @@ def run_figures(run, node: str | None = None) -> list[RunFigure]:
     if not run.position_nodes:
         return figures
     node = node if node in run.position_nodes else run.position_nodes[0]
-    table = run.table(node)  # (max_len, D)
+    table = run.table(node)[:MAX_TABLE_ROWS]  # (max_len, D), the first rows of a huge table
     n = table.shape[0]
     untrained = f"; rows ≥ {T} (past the dashed lines) were never trained" if n > T else ""
     look_for = (f"What to look for: {run.task.pattern}" if not run.task.mixing else
@@ -570,6 +571,8 @@ def run_figures(run, node: str | None = None) -> list[RunFigure]:
         probe = analysis.length_probe(run)
     except StackError:  # the stack cannot take longer sequences (e.g. a linear over T)
         probe = None
+    if probe is not None and run.task.n_classes(probe.probe_len) != run.task.n_classes(T):
+        probe = None  # e.g. `position`: labels past T do not exist for the trained head
     if probe is not None and probe.probe_len > T:
         figures.append(RunFigure("Length probe", _probe_caption(probe, run.final["accuracy"]),
                                  length_probe_plot(probe)))

@@ -32,6 +32,7 @@ from .shapes import DTYPE_BYTES
 from .tasks import Task, get_task
 
 MAX_SNAPSHOTS = 40
+SNAPSHOT_ROWS = 4096  # rows kept per snapshot: enough for any trained length plus spare rows
 # The accepted range of every setting (lr must also be above 0).
 LIMITS = {"seq_len": (1, 4096), "steps": (1, 1_000_000), "batch_size": (1, 65_536),
           "seed": (0, 2**63 - 1), "eval_every": (1, 1_000_000), "lr": (0.0, 10.0),
@@ -223,7 +224,8 @@ class Trainer:
         self.run_state: Run | None = None
 
     def add_callback(self, event: str, fn: Callable[[Run], None]) -> None:
-        assert event in self.callbacks, f"unknown event {event}; one of {self.EVENTS}"
+        if event not in self.callbacks:
+            raise ValueError(f"unknown event {event!r}; one of {', '.join(self.EVENTS)}")
         self.callbacks[event].append(fn)
 
     def stop(self) -> None:
@@ -247,13 +249,18 @@ class Trainer:
         run.initial_tables = {name: m.weight.detach().float().cpu().clone() for name, m in tables.items()}
         grad_sum = {name: torch.zeros(m.max_len, device=device) for name, m in tables.items()}
         snapshot_every = max(1, math.ceil(config.steps / MAX_SNAPSHOTS))
-        run.snapshots = {name: [(0, t.clone())] for name, t in run.initial_tables.items()}
+        run.snapshots = {name: [(0, t[:SNAPSHOT_ROWS].clone())]
+                         for name, t in run.initial_tables.items()}
         generator = torch.Generator().manual_seed(config.seed)
+        # dropout draws from the global CPU generator: seed it for this run, restore it after
+        global_rng = torch.random.get_rng_state()
+        torch.default_generator.manual_seed(config.seed)
         eval_x, eval_y = task.eval_set(config.seq_len, device=device)
         optimizer = _adamw(model, config)
         classes = task.n_classes(config.seq_len)
         check_every = 1 if device.type == "cpu" else min(config.eval_every, 10)
         last_good, last_good_step = _copy_state(model), 0
+        last_good_grads = {name: g.clone() for name, g in grad_sum.items()}
         start = time.perf_counter()
         try:
             model.train()
@@ -266,29 +273,32 @@ class Trainer:
                 loss = F.cross_entropy(logits.reshape(-1, classes).float(), y.reshape(-1))
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
-                for name, layer in tables.items():
-                    grad_sum[name] += layer.weight.grad.float().norm(dim=1)  # (max_len,)
                 if step % check_every == 0 or step == config.steps:
                     value = loss.item()
                     if not math.isfinite(value):
                         _diverged(run, f"the training loss became {value} at step {step}",
                                   last_good, last_good_step)
+                        grad_sum = last_good_grads
                         break
                     run.train_loss.append((step, value))
+                for name, layer in tables.items():
+                    grad_sum[name] += layer.weight.grad.float().norm(dim=1)  # (max_len,)
                 optimizer.step()
                 run.step = step
                 if step % snapshot_every == 0 or step == config.steps:
                     for name in tables:
-                        run.snapshots[name].append((step, run.table(name).clone()))
+                        run.snapshots[name].append((step, run.table(name)[:SNAPSHOT_ROWS].clone()))
                 self._fire("on_batch_end", run)
                 if step % config.eval_every == 0 or step == config.steps:
-                    entry = self._evaluate(model, eval_x, eval_y, classes, step)
+                    entry = self._evaluate(model, eval_x, eval_y, classes, step, config.batch_size)
                     if not math.isfinite(entry["loss"]):
                         _diverged(run, f"the held-out loss became {entry['loss']} at step {step}",
                                   last_good, last_good_step)
+                        grad_sum = last_good_grads
                         break
                     run.history.append(entry)
                     last_good, last_good_step = _copy_state(model), step
+                    last_good_grads = {name: g.clone() for name, g in grad_sum.items()}
                     self._fire("on_eval", run)
                     target = config.target_accuracy
                     if target is not None and entry["accuracy"] >= target:
@@ -301,23 +311,33 @@ class Trainer:
             run.status, run.error = "failed", f"{type(err).__name__}: {err}"
         finally:
             run.seconds = time.perf_counter() - start
+            torch.random.set_rng_state(global_rng)
             run.row_grad_norm = {name: g.cpu() for name, g in grad_sum.items()}
-            if run.status == "diverged" and not run.history:
-                run.history.append(self._evaluate(model, eval_x, eval_y, classes, 0))
-            elif run.history and run.history[-1]["step"] != run.step and run.status != "diverged":
-                run.history.append(self._evaluate(model, eval_x, eval_y, classes, run.step))
+            if run.status == "diverged":
+                run.step = last_good_step
+            # every run that did not fail ends with an evaluation of the model it hands over
+            needs_eval = not run.history or run.history[-1]["step"] != run.step
+            if run.status != "failed" and needs_eval:
+                run.history.append(self._evaluate(model, eval_x, eval_y, classes, run.step,
+                                                  config.batch_size))
             self._fire("on_end", run)
         return run
 
     @staticmethod
-    def _evaluate(model, x, y, classes: int, step: int) -> dict:
+    def _evaluate(model, x, y, classes: int, step: int, chunk: int) -> dict:
+        """Held-out loss and accuracy, in chunks of the training batch size (so evaluation
+        never needs more memory than a training step)."""
         model.train(False)
+        loss_sum, correct = 0.0, 0
         with torch.no_grad():
-            logits = model(x).float()  # (N, T, classes)
-            loss = F.cross_entropy(logits.reshape(-1, classes), y.reshape(-1)).item()
-            accuracy = (logits.argmax(-1) == y).float().mean().item()
+            for start in range(0, x.shape[0], chunk):
+                logits = model(x[start:start + chunk]).float()  # (chunk, T, classes)
+                target = y[start:start + chunk]
+                loss_sum += F.cross_entropy(logits.reshape(-1, classes), target.reshape(-1),
+                                            reduction="sum").item()
+                correct += int((logits.argmax(-1) == target).sum())
         model.train()
-        return {"step": step, "loss": loss, "accuracy": accuracy}
+        return {"step": step, "loss": loss_sum / y.numel(), "accuracy": correct / y.numel()}
 
 
 def _diverged(run: Run, what: str, last_good: dict, last_good_step: int) -> None:
