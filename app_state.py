@@ -49,15 +49,25 @@ def owner() -> str:
 
 
 def update(**changes) -> None:
-    """Change the experiment (and the URL)."""
-    st.session_state[EXPERIMENT] = replace(experiment(), **changes)
+    """Change the experiment (and the URL); values a link pins with ``hide=`` stay as pinned."""
+    kept = {k: v for k, v in changes.items() if k not in experiment().hide}
+    st.session_state[EXPERIMENT] = replace(experiment(), **kept)
     sync_url()
+
+
+MAX_LINK_STACK_CHARS = 8_000  # longer links are refused by web servers (header limits)
 
 
 def sync_url() -> None:
     wanted = to_query(experiment())
+    if len(wanted["stack"]) > MAX_LINK_STACK_CHARS:
+        del wanted["stack"]  # too long to share as a link; the page says so
     if st.query_params.to_dict() != wanted:
         st.query_params.from_dict(wanted)
+
+
+def link_too_long() -> bool:
+    return len(experiment().stack) > MAX_LINK_STACK_CHARS
 
 
 def show_url_problems() -> None:
@@ -102,3 +112,22 @@ def show_pinned(fields: tuple[str, ...]) -> None:
     if pinned:
         values = ", ".join(f"{f} = {getattr(experiment(), f)}" for f in pinned)
         st.caption(f":material/lock: Set by the link: {values}")
+
+
+LATEST_RUN = "latest_run"
+
+
+def keep_run(job) -> None:
+    """Keep a finished job in the session, so Explore has it after the pool forgets it."""
+    kept = st.session_state.get(LATEST_RUN)
+    if kept is None or kept.id != job.id:
+        st.session_state[LATEST_RUN] = job
+
+
+def latest_run():
+    """The session's newest finished job: from the pool, else the one kept in the session."""
+    done = [job for job in pool().jobs_of(owner()) if job.run is not None]
+    if done:
+        keep_run(done[0])
+        return done[0]
+    return st.session_state.get(LATEST_RUN)

@@ -1,5 +1,7 @@
 """Build: type or click together a stack and see every shape resolved, live."""
 
+import zlib
+
 import streamlit as st
 
 import app_state
@@ -32,6 +34,14 @@ def edit_stack(new_source: str) -> None:
     app_state.update(stack=new_source)
 
 
+def edit_layer(operation, *args) -> None:
+    """Apply a layer edit to the stack as it is when the button is clicked."""
+    try:
+        app_state.update(stack=operation(app_state.experiment().stack, *args))
+    except (StackError, IndexError):
+        pass  # the text changed under the button; the page redraws with the new layers
+
+
 if not app_state.hidden("presets"):
     st.selectbox("Start from a preset", list(PRESETS), index=None, key="build_preset",
                  placeholder="Choose a preset…", on_change=apply_preset)
@@ -48,6 +58,9 @@ with left:
                             options=list(COMPUTE_DTYPES))
     if source.strip():
         st.code(source, language=None, line_numbers=True)
+    if app_state.link_too_long():
+        st.caption("This stack is too long to share as a link; the link keeps the other "
+                   "settings.")
 
 network = error = None
 try:
@@ -107,13 +120,13 @@ if not app_state.hidden("layers"):
         row = st.columns([5, 1, 1, 1])
         row[0].markdown(f"`{index}` **{name}** `{call.line_text.strip()}`")
         row[1].button("Up", icon=":material/arrow_upward:", key=f"build_up_{index}",
-                      disabled=index == 0, on_click=edit_stack,
-                      args=(editing.move_call(source, index, -1),))
+                      disabled=index == 0, on_click=edit_layer,
+                      args=(editing.move_call, index, -1))
         row[2].button("Down", icon=":material/arrow_downward:", key=f"build_down_{index}",
-                      disabled=index == len(calls) - 1, on_click=edit_stack,
-                      args=(editing.move_call(source, index, 1),))
+                      disabled=index == len(calls) - 1, on_click=edit_layer,
+                      args=(editing.move_call, index, 1))
         row[3].button("Remove", icon=":material/delete:", key=f"build_remove_{index}",
-                      on_click=edit_stack, args=(editing.remove_call(source, index),))
+                      on_click=edit_layer, args=(editing.remove_call, index))
         spec = ops.get(call.op)
         if spec is not None and spec.args:
             with st.expander(f"Edit {name}"):
@@ -121,8 +134,10 @@ if not app_state.hidden("layers"):
                     current = dict(bind_args(spec, call))
                 except StackError:
                     current = editing.example_values(spec)
-                with st.form(f"build_edit_{index}"):
-                    values = arg_widgets(spec, current, f"build_edit_{index}")
+                # keyed by content too, so a form never shows another layer's old values
+                form_key = f"build_edit_{index}_{zlib.crc32(call.line_text.encode()):x}"
+                with st.form(form_key):
+                    values = arg_widgets(spec, current, form_key)
                     if st.form_submit_button("Apply"):
                         edit_stack(editing.replace_call(
                             source, index, editing.format_call(spec, values, call.name)))

@@ -3,10 +3,10 @@
 import json
 
 import streamlit as st
-from safetensors.torch import save as safetensors_bytes
 
 import app_state
 from stacklab import figures
+from stacklab.checkpoint import checkpoint_bytes, run_metadata
 from stacklab.report_html import report_html
 
 app_state.start()
@@ -27,14 +27,13 @@ if active is not None:
 
     wait_for_the_run()
 
-done = [job for job in jobs if job.run is not None]
-if not done:
+job = app_state.latest_run()
+if job is None:
     if active is None:
         st.info("No finished run yet. Train one first.")
         st.page_link("pages/train.py", label="Go to Train", icon=":material/model_training:")
     st.stop()
 
-job = done[0]
 run = job.run
 accuracy = run.final["accuracy"]
 shown = f"{accuracy:.1%}" if accuracy is not None else "not measured"
@@ -60,18 +59,10 @@ if st.session_state.get(FIGURES, (None,))[0] != wanted:
 drawn = st.session_state[FIGURES][1]
 
 
-def model_bytes() -> bytes:
-    tensors = {k: v.detach().contiguous().cpu() for k, v in run.model.state_dict().items()}
-    metadata = {"source": run.network.source, "task": run.task.name,
-                "input_shape": json.dumps(list(run.network.input_shape)),
-                "input_dtype": run.network.input_dtype, "dtype": run.network.dtype,
-                "seq_len": str(run.config.seq_len), "seed": str(run.config.seed)}
-    return safetensors_bytes(tensors, metadata=metadata)
-
-
 download = st.columns(3)
 # Each file is made only when its button is clicked (deferred data).
-download[0].download_button("model.safetensors", model_bytes, file_name="model.safetensors",
+download[0].download_button("model.safetensors", lambda: checkpoint_bytes(run.model, run_metadata(run)),
+                            file_name="model.safetensors",
                             key="explore_model", icon=":material/download:")
 download[1].download_button("metrics.json", lambda: json.dumps(run.metrics(), indent=2),
                             file_name="metrics.json", mime="application/json",

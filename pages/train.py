@@ -65,10 +65,19 @@ task = TASKS[task_name]
 st.markdown(f"**{task.name}** — {task.description}  \n*What the position table should "
             f"learn:* {task.pattern}")
 
-config = TrainConfig(task=task_name, seq_len=int(seq_len), steps=int(steps),
-                     batch_size=int(batch_size), lr=float(lr), weight_decay=float(weight_decay),
-                     seed=int(seed), device=device if device in available else "auto",
-                     dtype=experiment.dtype)
+def config_of(exp) -> TrainConfig:
+    """The run the page shows: built from the experiment as it is right now."""
+    return TrainConfig(task=exp.task, seq_len=int(exp.seq_len), steps=int(exp.steps),
+                       batch_size=int(exp.batch_size), lr=float(exp.lr),
+                       weight_decay=float(exp.weight_decay), seed=int(exp.seed),
+                       device=exp.device if exp.device in available else "auto",
+                       dtype=exp.dtype)
+
+
+if experiment.device not in available:
+    st.warning(f"Device {experiment.device!r} is not available on this server; runs use "
+               "auto (the best available).")
+config = config_of(experiment)
 fits = True
 try:
     pool.check(experiment.stack, config)
@@ -88,8 +97,9 @@ else:
 
 
 def start_training():
+    current = app_state.experiment()  # a control edited just before the click is included
     try:
-        job = pool.submit(owner, experiment.stack, config)
+        job = pool.submit(owner, current.stack, config_of(current))
     except StackError as err:
         st.session_state["train_error"] = err
     else:
@@ -153,6 +163,8 @@ def status_panel():
     st.progress(now.progress, text=f"{now.step} / {now.steps} steps")
     if now.history:
         st.plotly_chart(curves(now), key=f"train_curves_{now.id}")
+    if not now.active and current.run is not None:
+        app_state.keep_run(current)
     if not now.active and now.status != "failed":
         st.page_link("pages/explore.py", label="Explore what the table learned",
                      icon=":material/insights:")

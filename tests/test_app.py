@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import zlib
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -77,9 +78,10 @@ def test_build_presets_layers_and_export():
 
 def test_build_edit_form_changes_the_arguments():
     at = app(stack="pos_embed(64)\nlinear(8)", input="B,6,4", input_dtype="float32")
-    at.number_input(key="build_edit_1_out").set_value(3)
-    at.checkbox(key="build_edit_1_bias").uncheck()
-    at.button(key="FormSubmitter:build_edit_1-Apply").click().run()
+    form = f"build_edit_1_{zlib.crc32(b'linear(8)'):x}"
+    at.number_input(key=f"{form}_out").set_value(3)
+    at.checkbox(key=f"{form}_bias").uncheck()
+    at.button(key=f"FormSubmitter:{form}-Apply").click().run()
     assert at.text_area(key="build_stack").value == "pos_embed(64)\nlinear(3, bias=false)"
 
 
@@ -103,7 +105,7 @@ def test_hide_pins_the_teachers_choices():
 
 
 def test_train_page_fit_error_preset_and_a_full_run():
-    at = app(task="position", steps="60")  # a task link with no stack gets the task's preset
+    at = app(task="modular", steps="60")  # a task link with no stack gets the task's preset
     at.switch_page("pages/train.py").run()
     assert not at.exception and at.title[0].value == "Train"
     assert not at.error

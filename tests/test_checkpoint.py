@@ -55,6 +55,14 @@ def test_corrupt_files(tmp_path):
         assert refused(path).hint
 
 
+def test_malformed_header_entries(tmp_path):
+    for offsets in ("5", [1], ["a", "b"], [0, -4], None):
+        header = json.dumps({"w": {"dtype": "F32", "shape": [1], "data_offsets": offsets}}).encode()
+        path = tmp_path / "bad.safetensors"
+        path.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 4)
+        assert "malformed" in refused(path).message
+
+
 def test_truncated_file(saved):
     path, net, _ = saved
     data = path.read_bytes()

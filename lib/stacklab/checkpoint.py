@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 from safetensors import safe_open
-from safetensors.torch import save_file
+from safetensors.torch import save, save_file
 
 from .build import StackModule
 from .errors import StackError
@@ -42,8 +42,25 @@ class Checkpoint:
     metadata: dict[str, str]
 
 
+def run_metadata(run) -> dict[str, object]:
+    """The settings of a training run that a checkpoint records (SPEC §8)."""
+    return {"task": run.task.name, "seq_len": run.config.seq_len, "seed": run.config.seed,
+            "device": run.device, "steps": run.step, "status": run.status}
+
+
+def checkpoint_bytes(model: StackModule, extra: dict | None = None) -> bytes:
+    """The bytes `save_checkpoint` would write (for downloads)."""
+    tensors, metadata = _contents(model, extra)
+    return save(tensors, metadata=metadata)
+
+
 def save_checkpoint(path: str | Path, model: StackModule, extra: dict | None = None) -> None:
     """Write every parameter by its state_dict key, with the stack and settings as metadata."""
+    tensors, metadata = _contents(model, extra)
+    save_file(tensors, str(path), metadata=metadata)
+
+
+def _contents(model: StackModule, extra: dict | None) -> tuple[dict, dict[str, str]]:
     network = model.network
     metadata = {
         "format": FORMAT,
@@ -55,7 +72,7 @@ def save_checkpoint(path: str | Path, model: StackModule, extra: dict | None = N
     }
     metadata.update({key: str(value) for key, value in (extra or {}).items()})
     tensors = {key: value.detach().contiguous().cpu() for key, value in model.state_dict().items()}
-    save_file(tensors, str(path), metadata=metadata)
+    return tensors, metadata
 
 
 def _fail(message: str, path, hint: str = "use a model.safetensors written by stacklab") -> StackError:
@@ -90,8 +107,15 @@ def read_metadata(path: str | Path, *, max_data_bytes: int = DEFAULT_BUDGET_BYTE
         raise _fail("the header is not valid JSON", path) from None
     if not isinstance(header, dict):
         raise _fail("the header is not a JSON object", path)
-    ends = [entry.get("data_offsets", [0, 0])[1] for key, entry in header.items()
-            if key != "__metadata__" and isinstance(entry, dict)]
+    ends = []
+    for key, entry in header.items():
+        if key == "__metadata__":
+            continue
+        offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
+        if not (isinstance(offsets, list) and len(offsets) == 2
+                and all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets)):
+            raise _fail(f"the header entry {str(key)[:60]!r} is malformed", path)
+        ends.append(offsets[1])
     if 8 + header_len + max(ends, default=0) > size:
         raise _fail("the file is truncated: tensor data ends past the end of the file", path)
     metadata = header.get("__metadata__") or {}

@@ -156,7 +156,7 @@ class ProgressBar:
 
 
 def _cmd_train(args, parser) -> int:
-    from .checkpoint import save_checkpoint
+    from .checkpoint import run_metadata, save_checkpoint
     from .trainer import TrainConfig, Trainer
 
     source = read_source(args.file, parser) if args.file is not None else None
@@ -180,9 +180,7 @@ def _cmd_train(args, parser) -> int:
     if run.status == "failed":
         print(f"stacklab: the run failed: {run.error}", file=sys.stderr)
         return 1
-    save_checkpoint(out / "model.safetensors", run.model, {
-        "task": run.task.name, "seq_len": run.config.seq_len, "seed": run.config.seed,
-        "device": run.device, "steps": run.step, "status": run.status})
+    save_checkpoint(out / "model.safetensors", run.model, run_metadata(run))
     (out / "metrics.json").write_text(json.dumps(run.metrics(), indent=2) + "\n")
     from .report_html import report_html
 

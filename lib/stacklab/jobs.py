@@ -31,7 +31,6 @@ import torch
 from .errors import StackError
 from .trainer import Run, TrainConfig, Trainer
 
-GiB = 1 << 30
 APP_BUDGET_BYTES = 256 << 20  # parameter bytes a classroom run may allocate
 APP_ACTIVATION_BUDGET_BYTES = 1 << 30  # activation bytes of one training step
 DEFAULT_TTL_SECONDS = float(os.environ.get("STACKLAB_SESSION_TTL", 15 * 60))
@@ -287,6 +286,6 @@ class JobPool:
             for job in self._jobs.pop(owner, []):
                 self._stop_locked(job)
             del self._seen[owner]
-        if idle:
-            _release_memory()
+        if idle:  # outside the lock: polls and submits never wait for a collection
+            threading.Thread(target=_release_memory, name="stacklab-release", daemon=True).start()
         return len(idle)

@@ -1,0 +1,63 @@
+"""Exported PyTorch code runs standalone and computes what the built stack computes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from stacklab import resolve
+from stacklab.export import to_pytorch
+from stacklab.spec import catalog
+
+RUNNER = '''
+import importlib.util, json, sys
+import torch
+from safetensors.torch import load_file, save_file
+results = {}
+for case in json.loads(sys.argv[1]):
+    spec = importlib.util.spec_from_file_location("exported", case["file"])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    net = module.Net().to(getattr(torch, case["dtype"]))
+    results[case["file"]] = {"params": sum(p.numel() for p in net.parameters()),
+                             "keys": sorted(net.state_dict())}
+    net.load_state_dict(load_file(case["state"]))
+    net.train(False)
+    with torch.no_grad():
+        save_file({"out": net(load_file(case["input"])["x"])}, case["output"])
+print(json.dumps(results))
+'''
+
+
+def test_every_example_exports_to_equivalent_standalone_code(tmp_path):
+    cases, expected = [], {}
+    examples = [ex for spec in catalog().values() for ex in spec.examples]
+    examples.append(type(examples[0])("a comment with quotes", 'x = linear(3)  # """ C:\\x', ("B", 4)))
+    for number, example in enumerate(examples):
+        network = resolve(example.stack, example.input_shape, input_dtype=example.input_dtype)
+        model = network.build(seed=number).train(False)
+        shape = [d if isinstance(d, int) else 3 for d in network.input_shape]
+        x = (torch.randint(0, 5, shape) if network.input_dtype.startswith("int")
+             else torch.randn(shape))
+        paths = {name: str(tmp_path / f"{number}_{name}") for name in
+                 ("net.py", "state.safetensors", "input.safetensors", "output.safetensors")}
+        (tmp_path / f"{number}_net.py").write_text(to_pytorch(network))
+        save_file({k: v.contiguous() for k, v in model.state_dict().items()}, paths["state.safetensors"])
+        save_file({"x": x}, paths["input.safetensors"])
+        with torch.no_grad():
+            expected[paths["net.py"]] = (network, model(x), paths["output.safetensors"])
+        cases.append({"file": paths["net.py"], "state": paths["state.safetensors"],
+                      "input": paths["input.safetensors"], "output": paths["output.safetensors"],
+                      "dtype": network.dtype})
+    done = subprocess.run([sys.executable, "-c", RUNNER, json.dumps(cases)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)
+    for file, (network, out, output_path) in expected.items():
+        assert results[file]["params"] == network.param_count
+        assert results[file]["keys"] == sorted(network.state_shapes())
+        torch.testing.assert_close(load_file(output_path)["out"], out)
