@@ -234,3 +234,26 @@ def test_a_diverged_run_is_explained_on_explore():
     at.switch_page("pages/explore.py").run()
     assert not at.exception
     assert "smaller lr" in at.warning[0].value
+
+
+def test_train_submits_the_values_on_screen():
+    at = app(task="position", steps="300")
+    at.switch_page("pages/train.py").run()
+    at.number_input(key="train_steps").set_value(40)
+    at.button(key="train_train").click().run()  # no rerun between the edit and the click
+    assert wait_for_run(at) == "finished"
+    assert "40 steps" in at.success[0].value
+
+
+def test_pinned_values_survive_other_controls():
+    at = app(task="reverse", seq_len="24", hide="seq_len")
+    at.switch_page("pages/train.py").run()
+    at.selectbox(key="train_task").select("modular").run()
+    assert at.query_params["seq_len"] == "24"
+
+
+def test_layer_buttons_apply_to_the_text_as_it_is():
+    at = app(stack="linear(8)\nlinear(4)", input="B,6", input_dtype="float32")
+    at.text_area(key="build_stack").set_value("linear(8)\nlinear(4)\nrelu()")
+    at.button(key="build_down_0").click().run()
+    assert at.text_area(key="build_stack").value == "linear(4)\nlinear(8)\nrelu()"
