@@ -11,6 +11,7 @@ the median over repetitions of the per-repetition ratio.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import statistics
@@ -44,6 +45,20 @@ def interleaved(variants: dict, *, reps: int, inner: int, warmup: int = 3) -> di
                 fn()
             samples[name].append((time.perf_counter() - start) / inner)
     return samples
+
+
+REPS = 21  # repetitions of every comparison
+SAMPLE_SECONDS = 0.03  # each sample runs a variant this long, so timer noise stays small
+
+
+def calibrate(fn) -> int:
+    """How many calls make one sample of about SAMPLE_SECONDS."""
+    for _ in range(3):
+        fn()
+    start = time.perf_counter()
+    fn()
+    once = time.perf_counter() - start
+    return max(3, math.ceil(SAMPLE_SECONDS / max(once, 1e-6)))
 
 
 def median_ratio(samples: dict[str, list[float]], name: str, base: str) -> float:
@@ -111,10 +126,11 @@ def bench_pos_embed() -> dict:
                 m(x).backward(grad)
             return run
 
-        inner = max(3, int(2e6 // (B * T * D)) or 1)
         row = {"B": B, "T": T, "D": D}
         for mode, make in (("forward", forward), ("forward_backward", forward_backward)):
-            samples = interleaved({k: make(m) for k, m in modules.items()}, reps=15, inner=inner)
+            variants = {k: make(m) for k, m in modules.items()}
+            inner = calibrate(variants["bare"])
+            samples = interleaved(variants, reps=REPS, inner=inner)
             row[mode] = {
                 "stacklab_ms": statistics.median(samples["stacklab"]) * 1e3,
                 "tutorial_over_stacklab": median_ratio(samples, "tutorial", "stacklab"),
@@ -283,7 +299,7 @@ SECTIONS = {"pos_embed": bench_pos_embed, "resolve": bench_resolve,
 def print_tables(results: dict) -> None:
     print(f"torch {torch.__version__}, {THREADS} threads, {platform.processor() or platform.machine()}")
     if "pos_embed" in results:
-        print("\npos_embed (median of 15 interleaved repetitions; ratios > 1 mean stacklab is faster)")
+        print(f"\npos_embed (median of {REPS} interleaved repetitions; ratios > 1 mean stacklab is faster)")
         print(f"{'size':8} {'B,T,D':14} {'mode':17} {'stacklab ms':>12} {'tutorial/us':>12} "
               f"{'nanogpt/us':>11} {'us/bare':>8}")
         for label, row in results["pos_embed"].items():
