@@ -32,27 +32,40 @@ def similarity(table: torch.Tensor, kind: str = "cosine") -> torch.Tensor:
     return table @ table.T  # (N, N)
 
 
-def _attention_after(run, node: str) -> tuple[str, Attention] | None:
-    """The first attention node after ``node``, if any."""
+def _attention_after(run, node: str | None) -> Attention | None:
+    """The first attention layer after ``node`` (from the start when ``node`` is None)."""
     names = [n.name for n in run.network.nodes]
-    for name in names[names.index(node) + 1:]:
+    first = 0 if node is None else names.index(node) + 1
+    for name in names[first:]:
         layer = run.model.get_submodule(name)
         if isinstance(layer, Attention):
-            return name, layer
+            return layer
     return None
 
 
-def _attention_weights(attention: Attention, x: torch.Tensor) -> torch.Tensor:
-    """Softmax attention weights of ``attention`` on input ``x`` (B, T, D), per head."""
+def _scores(attention: Attention, x: torch.Tensor) -> torch.Tensor:
+    """Query-key scores of ``attention`` on input ``x`` (B, T, D), per head: (B, H, T, T)."""
     B, T, D = x.shape
     H = attention.heads
     q, k, _ = attention.qkv(x).split(D, dim=-1)  # each (B, T, D)
     q, k = (t.view(B, T, H, D // H).transpose(1, 2) for t in (q, k))  # (B, H, T, D/H)
-    scores = q @ k.transpose(-1, -2) / (D // H) ** 0.5  # (B, H, T, T)
+    return q @ k.transpose(-1, -2) / (D // H) ** 0.5
+
+
+def _attention_weights(attention: Attention, x: torch.Tensor) -> torch.Tensor:
+    """Softmax attention weights of ``attention`` on input ``x`` (B, T, D), per head."""
+    scores = _scores(attention, x)
     if attention.causal:
+        T = x.shape[1]
         future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
         scores = scores.masked_fill(future, float("-inf"))
     return scores.softmax(-1)
+
+
+def _table_rows(run, node: str, attention: Attention, rows: int | None) -> torch.Tensor:
+    """The table's first rows as a batch of one, where and in the dtype the attention runs."""
+    weight = attention.qkv.weight
+    return run.table(node)[: rows or run.config.seq_len].to(weight.device, weight.dtype)[None]
 
 
 def query_key_similarity(run, node: str, rows: int | None = None) -> torch.Tensor | None:
@@ -63,48 +76,31 @@ def query_key_similarity(run, node: str, rows: int | None = None) -> torch.Tenso
     a row matter to attention (softmax ignores a constant per row); see
     `positional_attention` for the normalised form.
     """
-    found = _attention_after(run, node)
-    if found is None:
+    attention = _attention_after(run, node)
+    if attention is None:
         return None
-    attention = found[1]
-    table = run.table(node)[: rows or run.config.seq_len]  # (T, D)
-    weight = attention.qkv.weight.detach().float().cpu()
-    bias = attention.qkv.bias.detach().float().cpu()
-    D = table.shape[1]
-    q = table @ weight[:D].T + bias[:D]  # (T, D)
-    k = table @ weight[D:2 * D].T + bias[D:2 * D]  # (T, D)
-    H = attention.heads
-    q = q.view(-1, H, D // H).transpose(0, 1)  # (H, T, D/H)
-    k = k.view(-1, H, D // H).transpose(0, 1)
-    scores = q @ k.transpose(1, 2) / (D // H) ** 0.5  # (H, T, T)
-    return scores.mean(0)
+    with torch.no_grad():
+        return _scores(attention, _table_rows(run, node, attention, rows))[0].mean(0).float().cpu()
 
 
 def positional_attention(run, node: str) -> torch.Tensor | None:
     """Where each position would attend if only the position table spoke: softmax of the
     query-key scores of the table's first T rows, per head, averaged over heads (rows sum
     to 1). For ``reverse`` this is a bright anti-diagonal. ``None`` without attention."""
-    found = _attention_after(run, node)
-    if found is None:
+    attention = _attention_after(run, node)
+    if attention is None:
         return None
-    attention = found[1]
-    table = run.table(node)[: run.config.seq_len]  # (T, D)
     with torch.no_grad():
-        cpu = Attention(table.shape[1], attention.heads, attention.causal)
-        cpu.load_state_dict({k: v.detach().float().cpu() for k, v in attention.state_dict().items()})
-        return _attention_weights(cpu, table[None])[0].mean(0)  # (T, T)
+        weights = _attention_weights(attention, _table_rows(run, node, attention, None))
+    return weights[0].mean(0).float().cpu()  # (T, T)
 
 
 def attention_map(run, node: str | None = None, size: int = 256) -> torch.Tensor | None:
     """The attention weights of the first attention (after ``node``), measured on held-out
     sequences and averaged over sequences and heads: ``[T, T]``, rows sum to 1."""
-    names = [n.name for n in run.network.nodes]
-    found = _attention_after(run, node or names[0]) if (node or names) else None
-    if found is None and node is None and isinstance(run.model.get_submodule(names[0]), Attention):
-        found = names[0], run.model.get_submodule(names[0])
-    if found is None:
+    attention = _attention_after(run, node)
+    if attention is None:
         return None
-    attention = found[1]
     captured = {}
     hook = attention.register_forward_pre_hook(lambda _, args: captured.setdefault("x", args[0]))
     size = min(size, run.config.batch_size)  # no more memory than a training step

@@ -196,6 +196,13 @@ def _cmd_train(args, parser) -> int:
     return 0
 
 
+def _print_columns(rows: list[tuple[str, ...]]) -> None:
+    """Left-aligned columns, each as wide as its widest cell plus two; the last one free."""
+    widths = [max(len(row[i]) for row in rows) + 2 for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        print("".join(cell.ljust(width) for cell, width in zip(row, widths)) + row[-1])
+
+
 def _cmd_tasks(args, parser) -> None:
     from .tasks import TASKS
 
@@ -204,9 +211,7 @@ def _cmd_tasks(args, parser) -> None:
         return
     rows = [("name", "vocab", "output", "description")]
     rows += [(t.name, str(t.vocab), t.output_text(), t.description) for t in TASKS.values()]
-    widths = [max(len(r[i]) for r in rows) + 2 for i in range(3)]
-    for row in rows:
-        print("".join(c.ljust(w) for c, w in zip(row, widths)) + row[3])
+    _print_columns(rows)
 
 
 def _cmd_ops(args, parser) -> None:
@@ -220,9 +225,7 @@ def _cmd_ops(args, parser) -> None:
         return
     rows = [("identity", "category", "signature", "summary")]
     rows += [(s.identity, s.category, s.signature, s.summary) for s in specs]
-    widths = [max(len(r[i]) for r in rows) + 2 for i in range(3)]
-    for row in rows:
-        print("".join(c.ljust(w) for c, w in zip(row, widths)) + row[3])
+    _print_columns(rows)
 
 
 def _cmd_docs(args, parser) -> None:

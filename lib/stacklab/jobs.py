@@ -276,7 +276,6 @@ class JobPool:
                 with self._lock:
                     self.running -= 1
                     job.ended = time.monotonic()
-                    job.trainer.run_state = job.run or job.trainer.run_state
                     job._done.set()
 
     def _forget_idle_locked(self, now: float | None = None) -> int:
