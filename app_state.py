@@ -14,8 +14,8 @@ from dataclasses import replace
 
 import streamlit as st
 
-from stacklab.experiment import Experiment, from_query, to_query
-from stacklab.jobs import APP_BUDGET_BYTES, JobPool
+from stacklab.serve.experiment import Experiment, from_query, to_query
+from stacklab.serve.pool import APP_BUDGET_BYTES, JobPool
 
 EXPERIMENT = "experiment"
 URL_PROBLEMS = "url_problems"

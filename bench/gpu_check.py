@@ -15,7 +15,7 @@ import warnings
 import torch
 
 import stacklab
-from stacklab.tasks import TASKS
+from stacklab.lab.tasks import TASKS
 
 
 def main() -> int:

@@ -207,8 +207,8 @@ class HandWritten(nn.Module):
 
 
 def bench_train_step() -> dict:
-    from stacklab.tasks import TASKS
-    from stacklab.trainer import TrainConfig, _adamw
+    from stacklab.lab.tasks import TASKS
+    from stacklab.lab.trainer import TrainConfig, _adamw
 
     task = TASKS["reverse"]
     network = stacklab.resolve(task.preset(16), ["B", 16], input_dtype="int64")
@@ -238,8 +238,8 @@ def bench_train_step() -> dict:
 
 
 def bench_tasks() -> dict:
-    from stacklab.tasks import TASKS
-    from stacklab.trainer import train
+    from stacklab.lab.tasks import TASKS
+    from stacklab.lab.trainer import train
 
     out = {}
     for name in TASKS:
@@ -264,7 +264,7 @@ def bench_app() -> dict:
     from streamlit.testing.v1 import AppTest
 
     from stacklab import figures
-    from stacklab.tasks import TASKS
+    from stacklab.lab.tasks import TASKS
 
     app = str(Path(__file__).parent.parent / "app.py")
     at = AppTest.from_file(app, default_timeout=60)

@@ -5,13 +5,14 @@ import zlib
 import streamlit as st
 
 import app_state
-from stacklab import StackError, catalog, editing, resolve
-from stacklab.errors import annotate
-from stacklab.experiment import presets
-from stacklab.export import to_pytorch
-from stacklab.jobs import APP_BUDGET_BYTES
-from stacklab.resolve import bind_args
-from stacklab.shapes import COMPUTE_DTYPES, DTYPES
+from stacklab import StackError, catalog, resolve
+from stacklab.core import editing
+from stacklab.core.errors import annotate
+from stacklab.serve.experiment import presets
+from stacklab.core.export import to_pytorch
+from stacklab.serve.pool import APP_BUDGET_BYTES
+from stacklab.core.resolve import bind_args
+from stacklab.core.shapes import COMPUTE_DTYPES, DTYPES
 
 PAGE = "build"
 experiment = app_state.start()

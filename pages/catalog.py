@@ -4,7 +4,7 @@ import streamlit as st
 
 import app_state
 from stacklab import catalog
-from stacklab.docs import op_page
+from stacklab.core.docs import op_page
 
 app_state.start()
 st.title("Catalog")

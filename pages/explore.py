@@ -6,8 +6,8 @@ import streamlit as st
 
 import app_state
 from stacklab import figures
-from stacklab.checkpoint import checkpoint_bytes, run_metadata
-from stacklab.report_html import report_html
+from stacklab.lab.checkpoint import checkpoint_bytes, run_metadata
+from stacklab.lab.report_html import report_html
 
 app_state.start()
 st.title("Explore")

@@ -5,8 +5,8 @@ import torch
 
 import app_state
 from stacklab import StackError, TASKS, TrainConfig, figures
-from stacklab.errors import annotate
-from stacklab.experiment import APP_LIMITS, DEVICES
+from stacklab.core.errors import annotate
+from stacklab.serve.experiment import APP_LIMITS, DEVICES
 
 PAGE = "train"
 JOB = "train_job"

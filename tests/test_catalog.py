@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import stacklab
-from stacklab.docs import render_docs
-from stacklab.spec import catalog
+from stacklab.core.docs import render_docs
+from stacklab.core.spec import catalog
 
 OPS = list(catalog().values())
 EXAMPLES = [pytest.param(spec, ex, id=f"{spec.name}-{i}")

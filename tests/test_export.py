@@ -10,8 +10,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from stacklab import resolve
-from stacklab.export import to_pytorch
-from stacklab.spec import catalog
+from stacklab.core.export import to_pytorch
+from stacklab.core.spec import catalog
 
 RUNNER = '''
 import importlib.util, json, sys

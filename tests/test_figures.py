@@ -12,8 +12,8 @@ import plotly.graph_objects as go
 import pytest
 
 from stacklab import analysis, figures
-from stacklab.report_html import report_html
-from stacklab.trainer import train
+from stacklab.lab.report_html import report_html
+from stacklab.lab.trainer import train
 
 # The modular preset with a comment that needs escaping in HTML.
 MODULAR_SOURCE = ("# modular <b>&</b> \"stripes\"\nembedding(8, 32)\npos_embed(64)\nlinear(128)\n"

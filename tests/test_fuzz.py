@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stacklab import Network, StackError, resolve
-from stacklab.spec import catalog
+from stacklab.core.spec import catalog
 
 OPS = sorted(catalog())
 ARG_NAMES = sorted({a.name for spec in catalog().values() for a in spec.args}) + ["x", "bais"]

@@ -7,8 +7,8 @@ import time
 import pytest
 
 from stacklab import StackError
-from stacklab.jobs import JobPool
-from stacklab.trainer import TrainConfig, Trainer
+from stacklab.serve.pool import JobPool
+from stacklab.lab.trainer import TrainConfig, Trainer
 
 QUICK = TrainConfig(task="position", steps=20)
 LONG = TrainConfig(task="reverse", steps=100_000)

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from stacklab import StackError, parse
-from stacklab.language import MAX_INT_DIGITS, MAX_LINE_CHARS, MAX_LINES, MAX_OPS, MAX_SOURCE_CHARS
+from stacklab.core.language import MAX_INT_DIGITS, MAX_LINE_CHARS, MAX_LINES, MAX_OPS, MAX_SOURCE_CHARS
 
 
 def values(source: str):

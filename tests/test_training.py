@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from stacklab import StackError
-from stacklab.analysis import length_probe
-from stacklab.tasks import TASKS
-from stacklab.trainer import TrainConfig, Trainer, train
+from stacklab.lab.analysis import length_probe
+from stacklab.lab.tasks import TASKS
+from stacklab.lab.trainer import TrainConfig, Trainer, train
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))

@@ -8,16 +8,25 @@ module and train it:
 ...                        input_dtype="int64")
 >>> net.param_count
 8580
+
+The package is layered (see docs/architecture.md): `stacklab.core` (language, resolver,
+network, build, export), `stacklab.ops` (one file per op), `stacklab.lab` (tasks, trainer,
+analysis, figures, checkpoints) and `stacklab.serve` (links and the worker pool), with the
+command line on top. The names below are the public API; ``from stacklab import analysis,
+figures`` (and ``checkpoint``, ``export``, ``tasks``) gives the lab's modules.
 """
 
-from .build import StackModule, pick_device
-from .errors import CODES, StackError
-from .language import parse
-from .network import Network, Node, Requirement
-from .resolve import DEFAULT_BUDGET_BYTES, resolve
-from .spec import OpSpec, catalog, get_op
-from .tasks import TASKS, Task, get_task
-from .trainer import Run, TrainConfig, Trainer, train
+import importlib
+
+from .core.build import StackModule, pick_device
+from .core.errors import CODES, StackError
+from .core.language import parse
+from .core.network import Network
+from .core.nodes import Node, Requirement
+from .core.resolve import DEFAULT_BUDGET_BYTES, resolve
+from .core.spec import OpSpec, catalog, get_op
+from .lab.tasks import TASKS, Task, get_task
+from .lab.trainer import Run, Status, TrainConfig, Trainer, train
 
 __all__ = [
     "CODES",
@@ -27,6 +36,7 @@ __all__ = [
     "OpSpec",
     "Requirement",
     "Run",
+    "Status",
     "TASKS",
     "Task",
     "TrainConfig",
@@ -42,3 +52,14 @@ __all__ = [
     "train",
 ]
 __version__ = "0.1.0"
+
+# Modules reachable as ``stacklab.<name>`` (loaded on first use: figures needs plotly).
+_MODULES = {"analysis": "stacklab.lab.analysis", "figures": "stacklab.lab.figures",
+            "checkpoint": "stacklab.lab.checkpoint", "tasks": "stacklab.lab.tasks",
+            "export": "stacklab.core.export"}
+
+
+def __getattr__(name: str):
+    if name in _MODULES:
+        return importlib.import_module(_MODULES[name])
+    raise AttributeError(f"module 'stacklab' has no attribute {name!r}")

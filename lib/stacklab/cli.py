@@ -21,9 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import StackError
-from .language import MAX_SOURCE_CHARS
-from .shapes import COMPUTE_DTYPES, DTYPES
+from .core.errors import StackError
+from .core.language import MAX_SOURCE_CHARS
+from .core.shapes import COMPUTE_DTYPES, DTYPES
 
 
 class _Parser(argparse.ArgumentParser):
@@ -116,7 +116,7 @@ def read_source(path: str, parser: argparse.ArgumentParser) -> str:
 
 
 def _cmd_resolve(args, parser) -> None:
-    from .resolve import resolve
+    from .core.resolve import resolve
 
     source = read_source(args.file, parser)
     network = resolve(source, args.input, input_dtype=args.input_dtype or args.dtype,
@@ -156,8 +156,8 @@ class ProgressBar:
 
 
 def _cmd_train(args, parser) -> int:
-    from .checkpoint import run_metadata, save_checkpoint
-    from .trainer import TrainConfig, Trainer
+    from .lab.checkpoint import run_metadata, save_checkpoint
+    from .lab.trainer import TrainConfig, Trainer
 
     source = read_source(args.file, parser) if args.file is not None else None
     config = TrainConfig(task=args.task, seq_len=args.seq_len, steps=args.steps,
@@ -182,7 +182,7 @@ def _cmd_train(args, parser) -> int:
         return 1
     save_checkpoint(out / "model.safetensors", run.model, run_metadata(run))
     (out / "metrics.json").write_text(json.dumps(run.metrics(), indent=2) + "\n")
-    from .report_html import report_html
+    from .lab.report_html import report_html
 
     (out / "report.html").write_text(report_html(run), encoding="utf-8")
     final = run.final
@@ -204,7 +204,7 @@ def _print_columns(rows: list[tuple[str, ...]]) -> None:
 
 
 def _cmd_tasks(args, parser) -> None:
-    from .tasks import TASKS
+    from .lab.tasks import TASKS
 
     if args.json:
         print(json.dumps([task.to_dict() for task in TASKS.values()], indent=2))
@@ -215,7 +215,7 @@ def _cmd_tasks(args, parser) -> None:
 
 
 def _cmd_ops(args, parser) -> None:
-    from .spec import catalog
+    from .core.spec import catalog
 
     specs = list(catalog().values())
     if args.json:
@@ -229,7 +229,7 @@ def _cmd_ops(args, parser) -> None:
 
 
 def _cmd_docs(args, parser) -> None:
-    from .docs import write_docs
+    from .core.docs import write_docs
 
     try:
         written = write_docs(args.out)

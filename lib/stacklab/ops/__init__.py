@@ -1,4 +1,4 @@
 """The op catalog: one file per op, each holding its torch module and its `OpSpec`.
 
-`stacklab.spec.catalog()` imports every module here; adding an op touches one file.
+`stacklab.core.spec.catalog()` imports every module here; adding an op touches one file.
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from ..spec import ErrorExample, Example, OpSpec, input_port, output_port, register
+from ..core.spec import ErrorExample, Example, OpSpec, input_port, output_port, register
 
 
 def _activation(name: str, module: type[nn.Module], formula: str, summary: str) -> OpSpec:

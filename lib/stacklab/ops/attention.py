@@ -6,8 +6,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..shapes import COMPUTE_DTYPES
-from ..spec import Arg, Constraint, ErrorExample, Example, OpSpec, input_port, output_port, register
+from ..core.shapes import COMPUTE_DTYPES
+from ..core.spec import Arg, Constraint, ErrorExample, Example, OpSpec, input_port, output_port, register
 
 
 def _known(dim) -> int:

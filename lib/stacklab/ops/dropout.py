@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from ..spec import Arg, ErrorExample, Example, OpSpec, input_port, output_port, register
+from ..core.spec import Arg, ErrorExample, Example, OpSpec, input_port, output_port, register
 
 SPEC = register(OpSpec(
     name="dropout",

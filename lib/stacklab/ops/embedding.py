@@ -6,9 +6,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..errors import StackError
-from ..shapes import COMPUTE_DTYPES
-from ..spec import Arg, ErrorExample, Example, OpSpec, input_port, output_port, register
+from ..core.errors import StackError
+from ..core.shapes import COMPUTE_DTYPES
+from ..core.spec import Arg, ErrorExample, Example, OpSpec, input_port, output_port, register
 
 
 class Embedding(nn.Module):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from torch import nn
 
-from ..shapes import COMPUTE_DTYPES
-from ..spec import Arg, ErrorExample, Example, OpSpec, input_port, output_port, register
+from ..core.shapes import COMPUTE_DTYPES
+from ..core.spec import Arg, ErrorExample, Example, OpSpec, input_port, output_port, register
 
 SPEC = register(OpSpec(
     name="linear",

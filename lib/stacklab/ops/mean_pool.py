@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..spec import ErrorExample, Example, OpSpec, input_port, output_port, register
+from ..core.spec import ErrorExample, Example, OpSpec, input_port, output_port, register
 
 
 class MeanPool(nn.Module):

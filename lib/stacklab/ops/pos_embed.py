@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..errors import StackError
-from ..shapes import COMPUTE_DTYPES
-from ..spec import Arg, Constraint, ErrorExample, Example, OpSpec, input_port, output_port, register
+from ..core.errors import StackError
+from ..core.shapes import COMPUTE_DTYPES
+from ..core.spec import Arg, Constraint, ErrorExample, Example, OpSpec, input_port, output_port, register
 
 INIT_STD = 0.02  # the transformer convention for position tables
 

@@ -7,8 +7,8 @@ import math
 import torch
 from torch import nn
 
-from ..errors import StackError
-from ..spec import Arg, Constraint, ErrorExample, Example, OpSpec, input_port, output_port, register
+from ..core.errors import StackError
+from ..core.spec import Arg, Constraint, ErrorExample, Example, OpSpec, input_port, output_port, register
 
 
 def sinusoidal_table(length: int, dim: int, *, dtype: torch.dtype = torch.float32,

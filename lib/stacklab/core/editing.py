@@ -16,6 +16,7 @@ embedding(500, 16)  # tokens
 from __future__ import annotations
 
 from .language import Call, parse
+from .resolve import bind_args
 from .spec import OpSpec, format_value
 
 
@@ -40,8 +41,6 @@ def format_call(spec: OpSpec, values: dict[str, object], name: str | None = None
 
 def example_values(spec: OpSpec) -> dict[str, object]:
     """A sensible value for every argument: from the op's first example call, else defaults."""
-    from .resolve import bind_args
-
     values = {arg.name: arg.default for arg in spec.args}
     for example in spec.examples:
         for call in parse(example.stack).calls:

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .ops.attention import Attention
-from .ops.sin_pos import sinusoidal_table
-from .resolve import resolve
+from ..ops.attention import Attention
+from ..ops.sin_pos import sinusoidal_table
+from ..core.resolve import resolve
 
 __all__ = ["similarity", "query_key_similarity", "positional_attention", "attention_map", "pca",
            "PCA", "length_probe", "LengthProbe", "sinusoidal_table"]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
-from .network import Network
 from .shapes import format_shape
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .network import Network
 
 COLUMNS = ("index", "name", "operation", "input shapes", "output shapes")
 
@@ -49,8 +52,8 @@ def network_dict(network: Network) -> dict:
         "input_dtype": network.input_dtype,
         "param_count": network.param_count,
         "param_bytes": network.param_bytes,
-        "requires": [{"dim": r.dim, "max": r.bound, "node": r.node, "text": r.text}
-                     for r in network.requires],
+        "requires": [{"dim": r.dim, "max" if r.op == "<=" else "divisor": r.bound,
+                      "node": r.node, "text": r.text} for r in network.requires],
         "nodes": [
             {
                 "index": node.index,

@@ -3,7 +3,7 @@
 plotly.js is inlined once, with the first figure, so the page opens offline:
 
     from pathlib import Path
-    run = stacklab.trainer.train(task="modular", steps=300)
+    run = stacklab.train(task="modular", steps=300)
     Path("report.html").write_text(report_html(run), encoding="utf-8")
 """
 

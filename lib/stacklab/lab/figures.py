@@ -2,7 +2,7 @@
 
 Every function returns a `plotly.graph_objects.Figure` built from plain tensors or a `Run`;
 nothing here imports streamlit, so the same figures show in Jupyter (``fig.show()``), in the
-app (``st.plotly_chart(fig)``) and in `stacklab.report_html`. The trained length T is
+app (``st.plotly_chart(fig)``) and in `stacklab.lab.report_html`. The trained length T is
 marked wherever it matters: rows ``>= T`` of a table never take part in training.
 
 Large tables are sent compactly: a similarity map is block-averaged down to at most
@@ -26,7 +26,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from . import analysis
-from .errors import StackError
+from ..core.errors import StackError
 
 __all__ = ["similarity_heatmap", "query_key_heatmap", "snapshot_heatmaps", "grad_norm_plot",
            "drift_plot", "pca_plot", "length_probe_plot", "learned_vs_sinusoidal",

@@ -20,7 +20,7 @@ from typing import Callable
 
 import torch
 
-from .errors import StackError
+from ..core.errors import StackError
 
 EVAL_SEED = 1234  # the held-out set is drawn from its own generator, never from training's
 EVAL_SIZE = 1024

@@ -25,11 +25,11 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save, save_file
 
-from .build import StackModule
-from .errors import StackError
-from .network import Network
-from .resolve import DEFAULT_BUDGET_BYTES, resolve
-from .shapes import DTYPE_NAMES
+from ..core.build import StackModule
+from ..core.errors import StackError
+from ..core.network import Network
+from ..core.resolve import DEFAULT_BUDGET_BYTES, resolve
+from ..core.shapes import DTYPE_NAMES
 
 FORMAT = "stacklab-1"
 MAX_HEADER_BYTES = 16 * 2**20

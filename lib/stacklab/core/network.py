@@ -6,63 +6,14 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
-from .language import Call
-from .shapes import Shape, format_shape
-from .spec import OpSpec, format_value
+from . import report
+from .build import StackModule, build
+from .nodes import Node, Requirement
+from .shapes import Shape
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
     import torch
-
-    from .build import StackModule
-
-
-@dataclass(frozen=True)
-class Requirement:
-    """A constraint on a symbolic dim, kept for run time: ``T <= 32``."""
-
-    dim: str
-    bound: int
-    node: str
-
-    @property
-    def text(self) -> str:
-        return f"{self.dim} <= {self.bound}"
-
-
-@dataclass(frozen=True)
-class Node:
-    """One resolved op call."""
-
-    index: int
-    name: str
-    spec: OpSpec
-    args: Mapping[str, object]
-    call: Call
-    env: Mapping[str, object]  # pattern dims and arguments, as the spec's functions see them
-    inputs: tuple[tuple[str, Shape], ...]
-    outputs: tuple[tuple[str, Shape], ...]
-    input_dtype: str
-    output_dtype: str
-    params: tuple[tuple[str, tuple[int, ...]], ...]  # parameter name -> shape
-    param_count: int
-
-    @property
-    def op(self) -> str:
-        return self.spec.name
-
-    @property
-    def call_text(self) -> str:
-        """The call with every argument spelled out: ``linear(4, bias=true)``."""
-        parts = [format_value(self.args[a.name]) if a.positional else
-                 f"{a.name}={format_value(self.args[a.name])}" for a in self.spec.args]
-        return f"{self.op}({', '.join(parts)})"
-
-    def input_cell(self) -> str:
-        return ", ".join(f"{port}={format_shape(shape)}" for port, shape in self.inputs)
-
-    def output_cell(self) -> str:
-        return ", ".join(f"{port}={format_shape(shape)}" for port, shape in self.outputs)
 
 
 @dataclass(frozen=True)
@@ -85,29 +36,21 @@ class Network:
 
     def table(self) -> str:
         """The text report, byte for byte as in SPEC §5 (no trailing newline)."""
-        from .report import network_table
-
-        return network_table(self)
+        return report.network_table(self)
 
     def __str__(self) -> str:
         return self.table()
 
     def to_dict(self) -> dict:
         """A JSON-able description of the network."""
-        from .report import network_dict
-
-        return network_dict(self)
+        return report.network_dict(self)
 
     def dataframe(self) -> "pandas.DataFrame":
         """The report's rows as a pandas DataFrame (plus each node's parameter count)."""
-        from .report import network_dataframe
-
-        return network_dataframe(self)
+        return report.network_dataframe(self)
 
     def _repr_html_(self) -> str:
-        from .report import network_html
-
-        return network_html(self)
+        return report.network_html(self)
 
     def node(self, name: str) -> Node:
         """The node called ``name`` (``KeyError`` if none)."""
@@ -116,14 +59,12 @@ class Network:
                 return node
         raise KeyError(name)
 
-    def build(self, seed: int | None = None, device: "str | torch.device | None" = None) -> "StackModule":
+    def build(self, seed: int | None = None, device: "str | torch.device | None" = None) -> StackModule:
         """A `torch.nn.Module` for this network; node names become submodule names.
 
         With ``seed`` the initial parameters are reproducible (and the same on every device:
         they are drawn on the CPU without touching the global random state).
         """
-        from .build import build
-
         return build(self, seed=seed, device=device)
 
     def activation_elements(self, batch: int = 1) -> int:

@@ -112,7 +112,7 @@ class Constraint:
 
     @property
     def text(self) -> str:
-        return f"{self.dim} <= {self.arg}" if self.op == "<=" else f"{self.dim} % {self.arg} == 0"
+        return constraint_text(self.dim, self.op, self.arg)
 
     def holds(self, dim: int, bound: int) -> bool:
         return dim <= bound if self.op == "<=" else dim % bound == 0
@@ -188,6 +188,11 @@ class OpSpec:
         return next((a for a in self.args if a.name == name), None)
 
 
+def constraint_text(dim: str, op: str, bound: object) -> str:
+    """``T <= max_len`` or ``D % heads == 0``; the same form with a number for a requirement."""
+    return f"{dim} <= {bound}" if op == "<=" else f"{dim} % {bound} == 0"
+
+
 def format_value(value: object) -> str:
     """A value as it is written in the stack language."""
     if isinstance(value, bool):
@@ -207,6 +212,8 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(value)
 
 
+# The catalog is a registry: each module of this package calls `register` once for its op.
+OPS_PACKAGE = "stacklab.ops"
 _CATALOG: dict[str, OpSpec] = {}
 _loaded = False
 
@@ -222,8 +229,7 @@ def catalog() -> dict[str, OpSpec]:
     """Every registered op by name, in alphabetical order (ops in ``stacklab/ops`` load on first use)."""
     global _loaded
     if not _loaded:
-        from . import ops
-
+        ops = importlib.import_module(OPS_PACKAGE)  # by name: ops sit above core, not below
         for info in sorted(pkgutil.iter_modules(ops.__path__), key=lambda m: m.name):
             importlib.import_module(f"{ops.__name__}.{info.name}")
         ordered = sorted(_CATALOG.items())

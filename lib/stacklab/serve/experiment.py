@@ -16,9 +16,9 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Mapping
 
-from .language import MAX_SOURCE_CHARS
-from .shapes import COMPUTE_DTYPES, DTYPES
-from .tasks import TASKS
+from ..core.language import MAX_SOURCE_CHARS
+from ..core.shapes import COMPUTE_DTYPES, DTYPES
+from ..lab.tasks import TASKS
 
 # What a link (and the app's controls) accept: a classroom server's ranges, tighter than
 # the library's. A value outside is reported and replaced by its default, never clamped.

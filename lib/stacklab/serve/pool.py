@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .errors import StackError
-from .trainer import Run, TrainConfig, Trainer
+from ..core.errors import StackError
+from ..lab.trainer import Run, TrainConfig, Trainer
 
 APP_BUDGET_BYTES = 256 << 20  # parameter bytes a classroom run may allocate
 APP_ACTIVATION_BUDGET_BYTES = 1 << 30  # activation bytes of one training step

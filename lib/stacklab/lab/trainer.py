@@ -17,18 +17,19 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Callable
 
 import torch
 from torch.nn import functional as F
 
-from .build import StackModule, pick_device
-from .errors import StackError
-from .network import Network
-from .ops.embedding import Embedding
-from .ops.pos_embed import PosEmbed
-from .resolve import DEFAULT_BUDGET_BYTES, resolve
-from .shapes import DTYPE_BYTES
+from ..core.build import StackModule, pick_device
+from ..core.errors import StackError
+from ..core.network import Network
+from ..ops.embedding import Embedding
+from ..ops.pos_embed import PosEmbed
+from ..core.resolve import DEFAULT_BUDGET_BYTES, resolve
+from ..core.shapes import DTYPE_BYTES
 from .tasks import Task, get_task
 
 MAX_SNAPSHOTS = 40
@@ -37,7 +38,22 @@ SNAPSHOT_ROWS = 4096  # rows kept per snapshot: enough for any trained length pl
 LIMITS = {"seq_len": (1, 4096), "steps": (1, 1_000_000), "batch_size": (1, 65_536),
           "seed": (0, 2**63 - 1), "eval_every": (1, 1_000_000), "lr": (0.0, 10.0),
           "weight_decay": (0.0, 10.0), "target_accuracy": (0.0, 1.0)}
-STATUSES = ("queued", "running", "finished", "stopped", "diverged", "failed")
+
+
+class Status(StrEnum):
+    """The words a run's state is told in, everywhere (SPEC §10)."""
+
+    QUEUED = "queued"  # waiting for a worker
+    RUNNING = "running"
+    FINISHED = "finished"  # ran all its steps, or reached target_accuracy
+    STOPPED = "stopped"  # someone pressed Stop
+    DIVERGED = "diverged"  # a non-finite loss; the model is back at its last good state
+    FAILED = "failed"  # an error ended it; `Run.error` says which
+
+    @property
+    def active(self) -> bool:
+        """Queued or running: the run may still change."""
+        return self in (Status.QUEUED, Status.RUNNING)
 
 
 @dataclass(frozen=True)
