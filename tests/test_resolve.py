@@ -8,7 +8,7 @@ import tracemalloc
 import pytest
 
 import stacklab
-from stacklab import CODES, StackError, resolve
+from stacklab import CODES, StackError, get_op, resolve
 
 STEM = "embedding(500, 16)\npos_embed(32)\nlinear(4)"
 
@@ -133,6 +133,42 @@ def test_reserved_names_are_refused():
     for name in ("forward", "training", "network", "_x"):
         err = error_of(f"{name} = relu()")
         assert err.code == "E_PARSE" and "reserved" in err.message
+
+
+@pytest.mark.parametrize("name", ["class", "def", "None", "lambda", "import"])
+def test_python_keywords_are_refused_as_node_names(name):
+    err = error_of(f"{name} = linear(4)")
+    assert err.code == "E_ARG" and "keyword" in err.message
+    assert (err.line, err.col, err.span) == (1, 1, len(name))  # the caret is under the name
+    assert f"{name}_" in err.hint
+    assert resolve(f"{name}_ = linear(4)", ["B", 16]).nodes[0].name == f"{name}_"
+
+
+def test_a_symbolic_constraint_keeps_its_operator():
+    """A constraint other than ``<=`` on a symbolic dim is kept as what it says, checked at
+    run time, and never printed as ``T <= ...``."""
+    from types import MappingProxyType
+
+    from stacklab.core.language import parse
+    from stacklab.core.propagate import propagate
+    from stacklab.core.spec import Constraint, OpSpec, input_port, output_port
+
+    chunked = OpSpec(
+        name="chunked", version=1, category="test", summary="", description="",
+        inputs=(input_port("x[B, T, D]"),), outputs=(output_port("out[B, T, D]"),),
+        relation="T % 4 == 0", args=(), module=lambda env, dtype: None,
+        constraints=(Constraint("T", "divides", "size", message="T={T} is not a multiple of "
+                                "{size}", hint="use a multiple of {size}"),))
+    call = parse("chunked()").calls[0]
+    bound = [(0, "n0", chunked, MappingProxyType({"size": 4}), call),
+             (1, "n1", get_op("pos_embed"), MappingProxyType({"max_len": 32}),
+              parse("pos_embed(32)").calls[0])]
+    _, _, requires = propagate(bound, ("B", "T", 8), "float32", "float32")
+    assert [(r.text, r.node) for r in requires] == [("T <= 32", "n1"), ("T % 4 == 0", "n0")]
+    with pytest.raises(StackError, match="T=6 is not a multiple of 4") as caught:
+        propagate(bound, ("B", 6, 8), "float32", "float32")
+    assert caught.value.code == "E_CONSTRAINT"
+    propagate(bound, ("B", 8, 8), "float32", "float32")
 
 
 def test_budget_is_checked_before_anything_is_allocated():

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import gc
-import math
+import keyword
 from types import MappingProxyType
 
 from torch import nn
@@ -77,6 +77,10 @@ def _resolve(source, input_shape, input_dtype, dtype, budget_bytes) -> Network:
         if spec is None:
             raise _unknown_op(call, ops)
         name = call.name if call.name is not None else f"n{index}"
+        if keyword.iskeyword(name):  # `self.class = ...` in exported code is a SyntaxError
+            raise call.error("E_ARG", f"the name {name!r} is a Python keyword, and node names "
+                             "become attribute names of the built module", span=call.name_span,
+                             node=name, hint=f"choose another name, e.g. {name}_ or my_{name}")
         if name in RESERVED_NAMES or name.startswith("_"):
             raise call.error("E_PARSE", f"the name {name!r} is reserved", span=call.name_span,
                              node=name, hint="choose another name for this node, e.g. tok or pos")

@@ -70,7 +70,6 @@ class Job:
         self.status = "queued"
         self.error: str | None = None
         self.run: Run | None = None
-        self.created = time.monotonic()
         self.started: float | None = None
         self.ended: float | None = None
         self._done = threading.Event()

@@ -1,0 +1,121 @@
+"""The layers of the package, checked from the source: each imports only the layers below it,
+no module-level import cycle, and the library never imports streamlit (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import stacklab
+
+ROOT = Path(stacklab.__file__).parent
+# Lower layers first; a module may import its own layer and those before it.
+LAYERS = ("core", "ops", "lab", "serve", "top")
+
+
+def _module_name(path: Path) -> str:
+    parts = ["stacklab", *path.relative_to(ROOT).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 and parts[1] in LAYERS else "top"
+
+
+MODULES = {_module_name(path): path for path in sorted(ROOT.rglob("*.py"))}
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(module: str) -> list[tuple[str, bool]]:
+    """``(imported module, at module level)`` for every import in ``module``'s source
+    (``if TYPE_CHECKING:`` blocks left out: they never run)."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found: list[tuple[str, bool]] = []
+
+    def visit(node: ast.AST, top: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                continue
+            if isinstance(child, ast.Import):
+                found.extend((alias.name, top) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    anchor = package.split(".")[: len(package.split(".")) - child.level + 1]
+                    base = ".".join(anchor + ([base] if base else []))
+                for alias in child.names:
+                    full = f"{base}.{alias.name}"
+                    found.append((full if full in MODULES else base, top))
+            is_scope = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            visit(child, top and not is_scope)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), True)
+    return found
+
+
+def test_every_module_sits_in_a_known_layer():
+    assert {_layer(m) for m in MODULES} == set(LAYERS)
+    assert _layer("stacklab.core.resolve") == "core" and _layer("stacklab.cli") == "top"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_each_module_imports_only_its_layer_and_those_below(module):
+    rank = LAYERS.index(_layer(module))
+    above = sorted({target for target, _ in _imports(module)
+                    if target.startswith("stacklab.") and LAYERS.index(_layer(target)) > rank})
+    assert not above, f"{module} ({_layer(module)}) imports from a higher layer: {above}"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_the_library_never_imports_streamlit(module):
+    assert not [t for t, _ in _imports(module) if t.split(".")[0] == "streamlit"]
+
+
+def test_no_module_level_import_cycle():
+    graph = {m: {t for t, top in _imports(m) if top and t in MODULES and t != m} for m in MODULES}
+    # Importing a package's submodule runs the package's __init__ first; that is not an edge.
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        path.append(module)
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                cycle = path[path.index(target):] + [target]
+                raise AssertionError("module-level import cycle: " + " -> ".join(cycle))
+            if target not in state:
+                visit(target)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+
+
+def test_the_checker_sees_a_higher_layer_import(tmp_path, monkeypatch):
+    """The layer rule can fail: a core module importing the lab is caught."""
+    fake = tmp_path / "bad.py"
+    fake.write_text("from ..lab.trainer import train\n")
+    monkeypatch.setitem(MODULES, "stacklab.core.bad", fake)
+    assert ("stacklab.lab.trainer", True) in _imports("stacklab.core.bad")
+    with pytest.raises(AssertionError, match="higher layer"):
+        test_each_module_imports_only_its_layer_and_those_below("stacklab.core.bad")
+
+
+def test_the_checker_sees_a_cycle(tmp_path, monkeypatch):
+    for name, other in (("a", "b"), ("b", "a")):
+        (tmp_path / f"{name}.py").write_text(f"from . import {other}\n")
+        monkeypatch.setitem(MODULES, f"stacklab.core.{name}", tmp_path / f"{name}.py")
+    with pytest.raises(AssertionError, match="cycle: stacklab.core.a -> stacklab.core.b -> stacklab.core.a"):
+        test_no_module_level_import_cycle()
