@@ -14,8 +14,10 @@ from dataclasses import replace
 
 import streamlit as st
 
+from stacklab.lab.settings import SETTINGS
+from stacklab.serve.classroom import MAX_LINK_STACK_CHARS, SESSION_TTL_SECONDS
 from stacklab.serve.experiment import Experiment, from_query, to_query
-from stacklab.serve.pool import APP_BUDGET_BYTES, JobPool
+from stacklab.serve.pool import JobPool
 
 EXPERIMENT = "experiment"
 URL_PROBLEMS = "url_problems"
@@ -24,9 +26,11 @@ SESSION_ID = "session_id"
 
 @st.cache_resource
 def pool() -> JobPool:
-    """The server's training pool: one worker per CPU core, each torch op on one thread."""
+    """The server's training pool: one worker per CPU core, each torch op on one thread,
+    training at a lower priority than page scripts (classroom budgets are the pool's default)."""
     return JobPool(workers=int(os.environ.get("STACKLAB_WORKERS", os.cpu_count() or 1)),
-                   budget_bytes=APP_BUDGET_BYTES, threads_per_job=1, worker_nice=10)
+                   ttl_seconds=float(os.environ.get("STACKLAB_SESSION_TTL", SESSION_TTL_SECONDS)),
+                   threads_per_job=1, worker_nice=10)
 
 
 def start() -> Experiment:
@@ -55,9 +59,6 @@ def update(**changes) -> None:
     sync_url()
 
 
-MAX_LINK_STACK_CHARS = 8_000  # longer links are refused by web servers (header limits)
-
-
 def sync_url() -> None:
     wanted = to_query(experiment())
     if len(wanted["stack"]) > MAX_LINK_STACK_CHARS:
@@ -84,11 +85,10 @@ def hidden(field: str) -> bool:
     return field in experiment().hide
 
 
-def bound(widget, field: str, label: str, page: str, *, also=None, **kwargs):
-    """A widget showing experiment ``field``; editing it updates the experiment and URL.
-
-    ``also(old_experiment, new_value)`` may return more fields to change with it. Returns
-    the field's value (also when the link hides the control).
+def bound(widget, field: str, label: str, page: str, **kwargs):
+    """A widget showing experiment ``field``; editing it updates the experiment and URL
+    (and whatever follows it, `Experiment.changes_for`). Returns the field's value (also
+    when the link hides the control).
     """
     if hidden(field):
         return getattr(experiment(), field)
@@ -98,15 +98,20 @@ def bound(widget, field: str, label: str, page: str, *, also=None, **kwargs):
         st.session_state[key] = value
 
     def changed():
-        new = st.session_state[key]
-        extra = also(experiment(), new) if also else {}
-        update(**{field: new, **extra})
+        update(**experiment().changes_for(field, st.session_state[key]))
 
     widget(label, key=key, on_change=changed, **kwargs)
     return getattr(experiment(), field)
 
 
-def show_pinned(fields: tuple[str, ...]) -> None:
+def setting_control(container, name: str, page: str):
+    """The control of training setting ``name``, made from its row of the settings table."""
+    row = SETTINGS[name]
+    widget = container.selectbox if row.choices else container.number_input
+    return bound(widget, name, row.label, page, **row.control())
+
+
+def show_pinned(fields) -> None:
     """Show the values a classroom link pins (hides), so students still see them."""
     pinned = [f for f in fields if hidden(f)]
     if pinned:

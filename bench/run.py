@@ -213,7 +213,7 @@ def bench_train_step() -> dict:
     task = TASKS["reverse"]
     network = stacklab.resolve(task.preset(16), ["B", 16], input_dtype="int64")
     built = network.build(seed=0)
-    built.n0.check_ids = False  # as the trainer does
+    built.set_value_checks(False)  # as the trainer does
     hand = HandWritten()
     assert sum(p.numel() for p in hand.parameters()) == network.param_count
     x, y = task.batch(64, 16, torch.Generator().manual_seed(0))

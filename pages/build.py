@@ -10,9 +10,9 @@ from stacklab.core import editing
 from stacklab.core.errors import annotate
 from stacklab.serve.experiment import presets
 from stacklab.core.export import to_pytorch
-from stacklab.serve.pool import APP_BUDGET_BYTES
+from stacklab.serve.classroom import PARAM_BUDGET_BYTES
 from stacklab.core.resolve import bind_args
-from stacklab.core.shapes import COMPUTE_DTYPES, DTYPES
+from stacklab.core.shapes import DTYPES
 
 PAGE = "build"
 experiment = app_state.start()
@@ -55,8 +55,7 @@ with left:
                                  help="Sizes and symbols, e.g. B,12 or B,T,16")
     input_dtype = app_state.bound(input_dtype_col.selectbox, "input_dtype", "Input dtype", PAGE,
                                   options=list(DTYPES))
-    dtype = app_state.bound(dtype_col.selectbox, "dtype", "Compute dtype", PAGE,
-                            options=list(COMPUTE_DTYPES))
+    dtype = app_state.setting_control(dtype_col, "dtype", PAGE)
     if source.strip():
         st.code(source, language=None, line_numbers=True)
     if app_state.link_too_long():
@@ -66,7 +65,7 @@ with left:
 network = error = None
 try:
     network = resolve(source, input_text, input_dtype=input_dtype, dtype=dtype,
-                      budget_bytes=APP_BUDGET_BYTES)
+                      budget_bytes=PARAM_BUDGET_BYTES)
 except StackError as err:
     error = err
 

@@ -5,7 +5,7 @@ import json
 import streamlit as st
 
 import app_state
-from stacklab import figures
+from stacklab import Status, figures
 from stacklab.lab.checkpoint import checkpoint_bytes, run_metadata
 from stacklab.lab.report_html import report_html
 
@@ -40,7 +40,7 @@ shown = f"{accuracy:.1%}" if accuracy is not None else "not measured"
 st.markdown(f"Your latest run: task **{run.task.name}**, T = {run.config.seq_len}, "
             f"{run.step} steps, status **{run.status}**, held-out accuracy **{shown}**  \n"
             f"*What to look for:* {run.task.pattern}")
-if run.status == "diverged":
+if run.status == Status.DIVERGED:
     st.warning(run.error)
 
 node = None

@@ -1,12 +1,12 @@
 """Train: pick a task and settings; the run goes to the server's worker pool, this page polls it."""
 
 import streamlit as st
-import torch
 
 import app_state
-from stacklab import StackError, TASKS, TrainConfig, figures
+from stacklab import TASKS, StackError, Status, figures
+from stacklab.core.build import available_devices
 from stacklab.core.errors import annotate
-from stacklab.serve.experiment import APP_LIMITS, DEVICES
+from stacklab.lab.settings import SETTINGS
 
 PAGE = "train"
 JOB = "train_job"
@@ -17,67 +17,23 @@ pool = app_state.pool()
 owner = app_state.owner()
 
 
-def follow_preset(old, task_name: str | None = None, seq_len: int | None = None) -> dict:
-    """When the stack is still a task's preset, switching task or T switches the preset too;
-    the Build page's input shape follows T."""
-    switching = task_name is not None and task_name != old.task
-    task_name = task_name or old.task
-    seq_len = TASKS[task_name].default_seq_len if switching else (seq_len or old.seq_len)
-    changes = {"input": f"B,{seq_len}"} if old.input == f"B,{old.seq_len}" and not switching else {}
-    if old.stack == TASKS[old.task].preset(old.seq_len):
-        preset = old.with_task_preset(task_name, seq_len)
-        changes.update(stack=preset.stack, input=preset.input, input_dtype=preset.input_dtype)
-        if switching:
-            changes.update(steps=preset.steps, lr=preset.lr, batch_size=preset.batch_size,
-                           seq_len=preset.seq_len)
-    return changes
-
-
-def limits(name: str) -> dict:
-    low, high = APP_LIMITS[name]
-    return {"min_value": low, "max_value": high}
-
-
-task_col, len_col, steps_col, batch_col = st.columns(4)
-task_name = app_state.bound(task_col.selectbox, "task", "Task", PAGE, options=list(TASKS),
-                            also=lambda old, new: follow_preset(old, task_name=new))
-seq_len = app_state.bound(len_col.number_input, "seq_len", "seq_len (T)", PAGE, step=1,
-                          also=lambda old, new: follow_preset(old, seq_len=new), **limits("seq_len"))
-steps = app_state.bound(steps_col.number_input, "steps", "Steps", PAGE, step=50, **limits("steps"))
-batch_size = app_state.bound(batch_col.number_input, "batch_size", "Batch size", PAGE, step=16,
-                             **limits("batch_size"))
-lr_col, decay_col, seed_col, device_col = st.columns(4)
-lr = app_state.bound(lr_col.number_input, "lr", "Learning rate", PAGE, format="%g", step=1e-3,
-                     **limits("lr"))
-weight_decay = app_state.bound(decay_col.number_input, "weight_decay", "Weight decay", PAGE,
-                               format="%g", step=0.01, **limits("weight_decay"),
-                               help="AdamW decay pulls every row towards zero, the untrained "
-                                    "rows too.")
-seed = app_state.bound(seed_col.number_input, "seed", "Seed", PAGE, step=1, **limits("seed"))
-available = [d for d in DEVICES if d in ("auto", "cpu") or (d == "cuda" and torch.cuda.is_available())
-             or (d == "mps" and torch.backends.mps.is_available())]
-device = app_state.bound(device_col.selectbox, "device", "Device", PAGE, options=available)
-app_state.show_pinned(("task", "seq_len", "steps", "batch_size", "lr", "weight_decay", "seed",
-                       "device"))
+# The controls of every training setting this page shows, in the table's order, four a row.
+SHOWN = [row.name for row in SETTINGS.values() if row.link and row.page == PAGE]
+for start in range(0, len(SHOWN), 4):
+    for column, name in zip(st.columns(4), SHOWN[start:start + 4]):
+        app_state.setting_control(column, name, PAGE)
+app_state.show_pinned(SHOWN)
 experiment = app_state.experiment()
+available = available_devices()
 
-task = TASKS[task_name]
+task = TASKS[experiment.task]
 st.markdown(f"**{task.name}** — {task.description}  \n*What the position table should "
             f"learn:* {task.pattern}")
-
-def config_of(exp) -> TrainConfig:
-    """The run the page shows: built from the experiment as it is right now."""
-    return TrainConfig(task=exp.task, seq_len=int(exp.seq_len), steps=int(exp.steps),
-                       batch_size=int(exp.batch_size), lr=float(exp.lr),
-                       weight_decay=float(exp.weight_decay), seed=int(exp.seed),
-                       device=exp.device if exp.device in available else "auto",
-                       dtype=exp.dtype)
-
 
 if experiment.device not in available:
     st.warning(f"Device {experiment.device!r} is not available on this server; runs use "
                "auto (the best available).")
-config = config_of(experiment)
+config = experiment.train_config(available)
 fits = True
 try:
     pool.check(experiment.stack, config)
@@ -87,7 +43,7 @@ except StackError as err:
     if err.line:
         st.code(annotate(experiment.stack, err), language=None)
     if err.code not in ("E_BUDGET", "E_ARG"):
-        preset = experiment.with_task_preset(task.name, int(seq_len))
+        preset = experiment.with_task_preset(task.name, experiment.seq_len)
         st.button(f"Use the preset stack for {task.name}", key="train_use_preset",
                   on_click=lambda: app_state.update(stack=preset.stack, input=preset.input,
                                                     input_dtype=preset.input_dtype))
@@ -99,7 +55,7 @@ else:
 def start_training():
     current = app_state.experiment()  # a control edited just before the click is included
     try:
-        job = pool.submit(owner, current.stack, config_of(current))
+        job = pool.submit(owner, current.stack, current.train_config(available))
     except StackError as err:
         st.session_state["train_error"] = err
     else:
@@ -137,7 +93,7 @@ def curves(now):
 
 
 # Poll often while running, seldom while queued (a classroom has many queued runs).
-POLL_SECONDS = {"running": 1.0, "queued": 2.0}
+POLL_SECONDS = {Status.RUNNING: 1.0, Status.QUEUED: 2.0}
 
 
 @st.fragment(run_every=POLL_SECONDS.get(view.status) if view else None)
@@ -147,16 +103,16 @@ def status_panel():
         st.info("No run yet: press **Train**.")
         return
     now = current.view()
-    if now.status == "queued":
+    if now.status == Status.QUEUED:
         st.info(f"Status: **queued** — position {now.position} in the queue "
                 f"({pool.stats()['running']} runs in progress)")
-    elif now.status == "running":
+    elif now.status == Status.RUNNING:
         st.info(f"Status: **running** — step {now.step} of {now.steps}")
-    elif now.status == "finished":
+    elif now.status == Status.FINISHED:
         final = now.history[-1] if now.history else None
         accuracy = f"; held-out accuracy {final['accuracy']:.1%}" if final else ""
         st.success(f"Status: **finished** — {now.step} steps in {now.seconds:.1f} s{accuracy}")
-    elif now.status == "stopped":
+    elif now.status == Status.STOPPED:
         st.warning(f"Status: **stopped** at step {now.step}")
     else:
         st.error(f"Status: **{now.status}** — {now.error}")
@@ -165,7 +121,7 @@ def status_panel():
         st.plotly_chart(curves(now), key=f"train_curves_{now.id}")
     if not now.active and current.run is not None:
         app_state.keep_run(current)
-    if not now.active and now.status != "failed":
+    if not now.active and now.status != Status.FAILED:
         st.page_link("pages/explore.py", label="Explore what the table learned",
                      icon=":material/insights:")
     if view is not None and view.active and not now.active:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import signal
 import sys
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 from .core.errors import StackError
 from .core.language import MAX_SOURCE_CHARS
 from .core.shapes import COMPUTE_DTYPES, DTYPES
+from .lab.settings import SETTINGS, TrainConfig
 
 
 class _Parser(argparse.ArgumentParser):
@@ -52,17 +52,12 @@ def _parser() -> argparse.ArgumentParser:
                              "and an HTML report")
     tr.add_argument("file", nargs="?", default=None,
                     help="the stack file, or - for standard input (default: the task's preset)")
-    tr.add_argument("--task", required=True, help="the toy task (see `stacklab tasks`)")
-    tr.add_argument("--seq-len", type=_positive_int, default=None, metavar="T",
-                    help="training sequence length (default: the task's)")
-    tr.add_argument("--steps", type=_positive_int, default=None, help="optimizer steps")
-    tr.add_argument("--batch-size", type=_positive_int, default=None, help="sequences per step")
-    tr.add_argument("--lr", type=_positive_float, default=None, help="AdamW learning rate")
-    tr.add_argument("--weight-decay", type=_non_negative_float, default=0.0,
-                    help="AdamW weight decay (default 0; note it moves untrained rows too)")
-    tr.add_argument("--seed", type=_non_negative_int, default=0, help="random seed (default 0)")
-    tr.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"],
-                    help="where to train (auto: cuda, then mps, then cpu)")
+    for row in SETTINGS.values():  # one flag per setting of the table, checked by its row
+        if row.cli:
+            tr.add_argument(row.flag, dest=row.name, default=None, required=row.name == "task",
+                            choices=row.choices if row.choices and row.name != "task" else None,
+                            type=None if row.choices else _flag_type(row), help=_flag_help(row),
+                            metavar=None if row.name == "device" else row.value_name)
     tr.add_argument("--out", required=True, metavar="DIR", help="folder for the run's files")
 
     tasks = commands.add_parser("tasks", help="list the toy tasks")
@@ -76,22 +71,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _number(kind, check, words):
+def _flag_type(row):
     def parse(text: str):
         try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {words}") from None
-        if (isinstance(value, float) and not math.isfinite(value)) or not check(value):
-            raise argparse.ArgumentTypeError(f"{text!r} is not {words}")
-        return value
+            return row.parse_flag(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+    parse.__name__ = row.name  # argparse names the type in some messages
     return parse
 
 
-_positive_int = _number(int, lambda v: v >= 1, "a whole number of at least 1")
-_non_negative_int = _number(int, lambda v: v >= 0, "a whole number of at least 0")
-_positive_float = _number(float, lambda v: v > 0, "a finite number above 0")
-_non_negative_float = _number(float, lambda v: v >= 0, "a finite number of at least 0")
+def _flag_help(row) -> str:
+    default = "" if row.default is None or row.choices else f" (default {row.default})"
+    return row.help + default
 
 
 def read_source(path: str, parser: argparse.ArgumentParser) -> str:
@@ -157,12 +149,11 @@ class ProgressBar:
 
 def _cmd_train(args, parser) -> int:
     from .lab.checkpoint import run_metadata, save_checkpoint
-    from .lab.trainer import TrainConfig, Trainer
+    from .lab.trainer import Status, Trainer
 
     source = read_source(args.file, parser) if args.file is not None else None
-    config = TrainConfig(task=args.task, seq_len=args.seq_len, steps=args.steps,
-                         batch_size=args.batch_size, lr=args.lr,
-                         weight_decay=args.weight_decay, seed=args.seed, device=args.device)
+    given = {row.name: getattr(args, row.name) for row in SETTINGS.values() if row.cli}
+    config = TrainConfig(**{name: value for name, value in given.items() if value is not None})
     trainer = Trainer(source, config)
     out = Path(args.out)
     try:
@@ -177,7 +168,7 @@ def _cmd_train(args, parser) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
         bar.close()
-    if run.status == "failed":
+    if run.status == Status.FAILED:
         print(f"stacklab: the run failed: {run.error}", file=sys.stderr)
         return 1
     save_checkpoint(out / "model.safetensors", run.model, run_metadata(run))
@@ -190,7 +181,7 @@ def _cmd_train(args, parser) -> int:
           f"accuracy {final['accuracy']:.2%}, loss {final['loss']:.4f}", file=sys.stderr)
     print(f"wrote {out / 'model.safetensors'}, {out / 'metrics.json'}, {out / 'report.html'}",
           file=sys.stderr)
-    if run.status == "diverged":
+    if run.status == Status.DIVERGED:
         print(f"stacklab: the run diverged: {run.error}", file=sys.stderr)
         return 1
     return 0

@@ -18,22 +18,32 @@ if TYPE_CHECKING:  # pragma: no cover
 _CHECKED_SHAPES_KEPT = 256
 
 
+DEVICES = ("auto", "cpu", "cuda", "mps")  # what a user may ask for; auto picks the best
+
+
+def _present() -> dict[str, bool]:
+    mps = getattr(torch.backends, "mps", None)
+    return {"cpu": True, "cuda": torch.cuda.is_available(),
+            "mps": bool(mps) and torch.backends.mps.is_available()}
+
+
+def available_devices() -> list[str]:
+    """The `DEVICES` this machine can train on (``auto`` and ``cpu`` always)."""
+    present = _present()
+    return [device for device in DEVICES if device == "auto" or present[device]]
+
+
 def pick_device(device: str | torch.device | None = "auto") -> torch.device:
     """``"auto"`` (or ``None``) picks cuda, then mps, then cpu; anything else is checked."""
+    present = _present()
     if device is None or device == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
+        return torch.device(next(d for d in ("cuda", "mps", "cpu") if present[d]))
     try:
         chosen = torch.device(device)
     except (RuntimeError, TypeError) as err:
         raise StackError("E_ARG", f"{device!r} is not a device",
-                         hint="use auto, cpu, cuda or mps") from err
-    available = {"cpu": True, "cuda": torch.cuda.is_available(),
-                 "mps": bool(getattr(torch.backends, "mps", None)) and torch.backends.mps.is_available()}
-    if not available.get(chosen.type, False):
+                         hint="use " + ", ".join(DEVICES[:-1]) + " or " + DEVICES[-1]) from err
+    if not present.get(chosen.type, False):
         raise StackError("E_ARG", f"device {chosen.type!r} is not available on this machine",
                          hint="use auto (picks the best available) or cpu")
     return chosen
@@ -53,6 +63,20 @@ class StackModule(nn.Module):
         for name, layer in layers:
             self.add_module(name, layer)
         self._checked_shapes: set[tuple[int, ...]] = set()
+
+    def layers(self, role: str) -> list[tuple[str, nn.Module]]:
+        """``(node name, layer)`` of every node whose op declares ``role`` (`spec.ROLES`)."""
+        return [(node.name, self._modules[node.name]) for node in self.network.nodes
+                if node.spec.role == role]
+
+    def set_value_checks(self, enabled: bool) -> "StackModule":
+        """Turn the run-time checks of the data (token ids in range) on or off in every layer
+        that has them (a ``check_values`` attribute): each costs a host sync per call, and a
+        trainer whose data is in range by construction turns them off."""
+        for layer in self.children():
+            if hasattr(layer, "check_values"):
+                layer.check_values = enabled
+        return self
 
     def use_network(self, network: Network) -> "StackModule":
         """Serve a re-resolved ``network`` (e.g. a longer input) with the same parameters."""

@@ -139,6 +139,16 @@ class ErrorExample:
     input_dtype: str = "float32"
 
 
+# What a layer is to the lab, beyond its shapes: the trainer, the recorders and the analysis
+# find layers by the role their op declares, never by their class.
+ROLES = {
+    "position_table": "a learned [max_len, D] table of position rows: the module has "
+                      "`weight` (the table) and `max_len`",
+    "attention": "self-attention: the module has `weights(x)`, its softmax attention "
+                 "weights [B, heads, T, T] for an input x [B, T, D]",
+}
+
+
 @dataclass(frozen=True)
 class OpSpec:
     """Everything stacklab knows about one op."""
@@ -164,6 +174,7 @@ class OpSpec:
     # Extra elements per batch item a forward pass keeps besides the output (for the
     # activation estimate of `Network.activation_elements`).
     scratch: Callable[[Mapping[str, object]], int] | None = None
+    role: str | None = None  # one of `ROLES`, or None
     torch_code: Callable[[Mapping[str, object]], str] | None = None
     torch_class: str = ""
 

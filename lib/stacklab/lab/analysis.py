@@ -14,11 +14,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..ops.attention import Attention
 from ..ops.sin_pos import sinusoidal_table
 from ..core.resolve import resolve
 
-__all__ = ["similarity", "query_key_similarity", "positional_attention", "attention_map", "pca",
+__all__ = ["similarity", "positional_attention", "attention_map", "pca",
            "PCA", "length_probe", "LengthProbe", "sinusoidal_table"]
 
 
@@ -32,55 +31,18 @@ def similarity(table: torch.Tensor, kind: str = "cosine") -> torch.Tensor:
     return table @ table.T  # (N, N)
 
 
-def _attention_after(run, node: str | None) -> Attention | None:
+def _attention_after(run, node: str | None):
     """The first attention layer after ``node`` (from the start when ``node`` is None)."""
     names = [n.name for n in run.network.nodes]
     first = 0 if node is None else names.index(node) + 1
-    for name in names[first:]:
-        layer = run.model.get_submodule(name)
-        if isinstance(layer, Attention):
-            return layer
-    return None
+    return next((layer for name, layer in run.model.layers("attention")
+                 if names.index(name) >= first), None)
 
 
-def _scores(attention: Attention, x: torch.Tensor) -> torch.Tensor:
-    """Query-key scores of ``attention`` on input ``x`` (B, T, D), per head: (B, H, T, T)."""
-    B, T, D = x.shape
-    H = attention.heads
-    q, k, _ = attention.qkv(x).split(D, dim=-1)  # each (B, T, D)
-    q, k = (t.view(B, T, H, D // H).transpose(1, 2) for t in (q, k))  # (B, H, T, D/H)
-    return q @ k.transpose(-1, -2) / (D // H) ** 0.5
-
-
-def _attention_weights(attention: Attention, x: torch.Tensor) -> torch.Tensor:
-    """Softmax attention weights of ``attention`` on input ``x`` (B, T, D), per head."""
-    scores = _scores(attention, x)
-    if attention.causal:
-        T = x.shape[1]
-        future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
-        scores = scores.masked_fill(future, float("-inf"))
-    return scores.softmax(-1)
-
-
-def _table_rows(run, node: str, attention: Attention, rows: int | None) -> torch.Tensor:
+def _table_rows(run, node: str, attention, rows: int | None) -> torch.Tensor:
     """The table's first rows as a batch of one, where and in the dtype the attention runs."""
-    weight = attention.qkv.weight
+    weight = next(attention.parameters())
     return run.table(node)[: rows or run.config.seq_len].to(weight.device, weight.dtype)[None]
-
-
-def query_key_similarity(run, node: str, rows: int | None = None) -> torch.Tensor | None:
-    """How strongly position i's query matches position j's key, from the table alone.
-
-    For the first attention after ``node``: ``(p Wq + bq)(p Wk + bk)^T / sqrt(D/heads)``,
-    averaged over heads. ``None`` when no attention follows. Only the differences within
-    a row matter to attention (softmax ignores a constant per row); see
-    `positional_attention` for the normalised form.
-    """
-    attention = _attention_after(run, node)
-    if attention is None:
-        return None
-    with torch.no_grad():
-        return _scores(attention, _table_rows(run, node, attention, rows))[0].mean(0).float().cpu()
 
 
 def positional_attention(run, node: str) -> torch.Tensor | None:
@@ -91,7 +53,7 @@ def positional_attention(run, node: str) -> torch.Tensor | None:
     if attention is None:
         return None
     with torch.no_grad():
-        weights = _attention_weights(attention, _table_rows(run, node, attention, None))
+        weights = attention.weights(_table_rows(run, node, attention, None))  # (1, H, T, T)
     return weights[0].mean(0).float().cpu()  # (T, T)
 
 
@@ -111,7 +73,7 @@ def attention_map(run, node: str | None = None, size: int = 256) -> torch.Tensor
     try:
         with torch.no_grad():
             run.model(x)
-            weights = _attention_weights(attention, captured["x"])  # (N, H, T, T)
+            weights = attention.weights(captured["x"])  # (N, H, T, T)
     finally:
         hook.remove()
         run.model.train(was_training)

@@ -46,6 +46,11 @@ class Task:
     def n_classes(self, seq_len: int) -> int:
         return self.classes_for(self.vocab, seq_len)
 
+    def defaults(self) -> dict[str, object]:
+        """The training settings of the task's preset (what a `TrainConfig` left at None gets)."""
+        return {"seq_len": self.default_seq_len, "steps": self.steps,
+                "batch_size": self.batch_size, "lr": self.lr}
+
     def preset(self, seq_len: int | None = None) -> str:
         """The recommended stack for sequences of ``seq_len`` (default: the task's own)."""
         T = seq_len or self.default_seq_len

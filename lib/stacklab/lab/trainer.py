@@ -4,9 +4,11 @@
     run.history[-1]       # {"step": 400, "loss": 0.01, "accuracy": 0.998}
     run.row_grad_norm     # {"n1": tensor[max_len]}: zero beyond row T-1, exactly
 
-The loop follows minGPT's trainer: a config dataclass, callbacks (``on_batch_end``,
-``on_eval``, ``on_end``) so the CLI's progress bar, the app and notebooks hook in without
-touching the loop, and a `Trainer.stop` that another thread may call. AdamW's weight
+The loop follows minGPT's trainer: a config dataclass (`TrainConfig`, the settings
+table), events (``on_after_backward``, ``on_eval``, ... see `Trainer`) so recorders, the
+CLI's progress bar, the app and notebooks hook in without touching the loop, and a
+`Trainer.stop` that another thread may call. What the position tables do is recorded by
+`stacklab.lab.recorders.PositionTableRecorder`, one such hook. AdamW's weight
 decay pulls *every* row of a table towards zero, the untrained rows included: with
 ``weight_decay > 0`` rows ``>= T`` drift although their gradient is exactly zero.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Callable
 
@@ -26,18 +28,11 @@ from torch.nn import functional as F
 from ..core.build import StackModule, pick_device
 from ..core.errors import StackError
 from ..core.network import Network
-from ..ops.embedding import Embedding
-from ..ops.pos_embed import PosEmbed
 from ..core.resolve import DEFAULT_BUDGET_BYTES, resolve
 from ..core.shapes import DTYPE_BYTES
+from .recorders import PositionTableRecorder
+from .settings import TrainConfig
 from .tasks import Task, get_task
-
-MAX_SNAPSHOTS = 40
-SNAPSHOT_ROWS = 4096  # rows kept per snapshot: enough for any trained length plus spare rows
-# The accepted range of every setting (lr must also be above 0).
-LIMITS = {"seq_len": (1, 4096), "steps": (1, 1_000_000), "batch_size": (1, 65_536),
-          "seed": (0, 2**63 - 1), "eval_every": (1, 1_000_000), "lr": (0.0, 10.0),
-          "weight_decay": (0.0, 10.0), "target_accuracy": (0.0, 1.0)}
 
 
 class Status(StrEnum):
@@ -50,60 +45,13 @@ class Status(StrEnum):
     DIVERGED = "diverged"  # a non-finite loss; the model is back at its last good state
     FAILED = "failed"  # an error ended it; `Run.error` says which
 
+    def __repr__(self) -> str:
+        return repr(self.value)  # shown as the word it is: 'finished'
+
     @property
     def active(self) -> bool:
         """Queued or running: the run may still change."""
         return self in (Status.QUEUED, Status.RUNNING)
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Settings of one training run; ``None`` takes the task's default."""
-
-    task: str = "reverse"
-    seq_len: int | None = None  # T of the training sequences
-    steps: int | None = None  # optimizer steps
-    batch_size: int | None = None  # sequences per step
-    lr: float | None = None  # AdamW learning rate
-    weight_decay: float = 0.0  # AdamW decay; note it moves untrained rows too
-    seed: int = 0  # seeds the parameters and the training batches
-    device: str = "auto"  # auto (cuda > mps > cpu), cpu, cuda or mps
-    dtype: str = "float32"  # compute dtype
-    eval_every: int = 25  # steps between held-out evaluations
-    target_accuracy: float | None = None  # stop early once held-out accuracy reaches it
-
-    def filled(self) -> "TrainConfig":
-        """The config with the task's defaults filled in, every value checked (``E_ARG``)."""
-        task = get_task(self.task)
-        config = replace(
-            self,
-            seq_len=task.default_seq_len if self.seq_len is None else self.seq_len,
-            steps=task.steps if self.steps is None else self.steps,
-            batch_size=task.batch_size if self.batch_size is None else self.batch_size,
-            lr=task.lr if self.lr is None else self.lr,
-        )
-        for name in ("seq_len", "steps", "batch_size", "seed", "eval_every"):
-            _check_int(name, getattr(config, name), *LIMITS[name])
-        _check_float("lr", config.lr, *LIMITS["lr"], low_open=True)
-        _check_float("weight_decay", config.weight_decay, *LIMITS["weight_decay"])
-        if config.target_accuracy is not None:
-            _check_float("target_accuracy", config.target_accuracy, *LIMITS["target_accuracy"])
-        return config
-
-
-def _check_int(name: str, value: object, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise StackError("E_ARG", f"{name} must be a whole number from {low:,} to {high:,}, "
-                         f"not {value!r}", hint=f"set {name} within range")
-
-
-def _check_float(name: str, value: object, low: float, high: float, low_open=False) -> None:
-    ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
-          and math.isfinite(value) and (value > low if low_open else value >= low) and value <= high)
-    if not ok:
-        bound = f"above {low}" if low_open else f"from {low}"
-        raise StackError("E_ARG", f"{name} must be a number {bound} to {high}, not {value!r}",
-                         hint=f"set {name} within range")
 
 
 DEFAULT_ACTIVATION_BUDGET_BYTES = 8 << 30  # the app sets a smaller one
@@ -164,12 +112,13 @@ class Run:
     network: Network
     model: StackModule
     device: str
-    status: str = "running"
+    status: Status = Status.RUNNING
     step: int = 0
     seconds: float = 0.0
     error: str | None = None  # why a run failed or diverged, in words
     history: list[dict] = field(default_factory=list)  # held-out {"step", "loss", "accuracy"}
     train_loss: list[tuple[int, float]] = field(default_factory=list)  # (step, batch loss)
+    # filled by `PositionTableRecorder`, per position table node:
     initial_tables: dict[str, torch.Tensor] = field(default_factory=dict)
     snapshots: dict[str, list[tuple[int, torch.Tensor]]] = field(default_factory=dict)
     row_grad_norm: dict[str, torch.Tensor] = field(default_factory=dict)  # sum over steps
@@ -217,17 +166,30 @@ class Run:
 class Trainer:
     """Trains a stack on a task; see the module docstring.
 
+    Events, in the order they fire (each callback gets the `Run`):
+
+    - ``on_start``: the model is built, nothing trained yet;
+    - ``on_after_backward``: this step's gradients are in the parameters (the loss was finite);
+    - ``on_batch_end``: the optimizer stepped; ``run.step`` is the step just done;
+    - ``on_eval``: a held-out evaluation was appended to ``run.history``; the model is good;
+    - ``on_rollback``: a non-finite loss sent the model back to its last good state;
+    - ``on_end``: the run ended, whatever its status.
+
+    The recorders (by default `PositionTableRecorder`) hook in first, so a callback's
+    ``on_batch_end`` already sees this step's snapshot.
+
     >>> trainer = Trainer(None, TrainConfig(task="position", steps=20))
     >>> trainer.add_callback("on_eval", lambda run: None)
     >>> trainer.run().status
     'finished'
     """
 
-    EVENTS = ("on_batch_end", "on_eval", "on_end")
+    EVENTS = ("on_start", "on_after_backward", "on_batch_end", "on_eval", "on_rollback", "on_end")
 
     def __init__(self, source: str | None, config: TrainConfig, *,
                  budget_bytes: int = DEFAULT_BUDGET_BYTES,
-                 activation_budget_bytes: int = DEFAULT_ACTIVATION_BUDGET_BYTES):
+                 activation_budget_bytes: int = DEFAULT_ACTIVATION_BUDGET_BYTES,
+                 recorders: tuple | None = None):
         self.config = config.filled()
         self.task = get_task(self.config.task)
         self.source = source if source is not None else self.task.preset(self.config.seq_len)
@@ -238,6 +200,8 @@ class Trainer:
         self.callbacks: dict[str, list[Callable[[Run], None]]] = {e: [] for e in self.EVENTS}
         self._stop = threading.Event()
         self.run_state: Run | None = None
+        for recorder in (PositionTableRecorder(),) if recorders is None else recorders:
+            recorder.attach(self)
 
     def add_callback(self, event: str, fn: Callable[[Run], None]) -> None:
         if event not in self.callbacks:
@@ -256,17 +220,9 @@ class Trainer:
         """Train until ``steps``, a stop, a non-finite loss or ``target_accuracy``."""
         config, task, device = self.config, self.task, self.device
         model = self.network.build(seed=config.seed, device=device)
-        for layer in model.modules():
-            if isinstance(layer, Embedding):
-                layer.check_ids = False  # task data is in range by construction: no host sync
+        model.set_value_checks(False)  # task data is in range by construction: no host sync
         run = Run(config=config, task=task, network=self.network, model=model, device=device.type)
         self.run_state = run
-        tables = {name: m for name, m in model.named_modules() if isinstance(m, PosEmbed)}
-        run.initial_tables = {name: m.weight.detach().float().cpu().clone() for name, m in tables.items()}
-        grad_sum = {name: torch.zeros(m.max_len, device=device) for name, m in tables.items()}
-        snapshot_every = max(1, math.ceil(config.steps / MAX_SNAPSHOTS))
-        run.snapshots = {name: [(0, t[:SNAPSHOT_ROWS].clone())]
-                         for name, t in run.initial_tables.items()}
         generator = torch.Generator().manual_seed(config.seed)
         # dropout draws from the global CPU generator: seed it for this run, restore it after
         global_rng = torch.random.get_rng_state()
@@ -275,14 +231,14 @@ class Trainer:
         optimizer = _adamw(model, config)
         classes = task.n_classes(config.seq_len)
         check_every = 1 if device.type == "cpu" else min(config.eval_every, 10)
-        last_good, last_good_step = _copy_state(model), 0
-        last_good_grads = {name: g.clone() for name, g in grad_sum.items()}
+        good = _copy_state(model), 0  # the last evaluated state a divergence goes back to
         start = time.perf_counter()
         try:
+            self._fire("on_start", run)
             model.train()
             for step in range(1, config.steps + 1):
                 if self._stop.is_set():
-                    run.status = "stopped"
+                    run.status = Status.STOPPED
                     break
                 x, y = task.batch(config.batch_size, config.seq_len, generator, device)  # (B, T)
                 logits = model(x)  # (B, T, classes)
@@ -292,52 +248,50 @@ class Trainer:
                 if step % check_every == 0 or step == config.steps:
                     value = loss.item()
                     if not math.isfinite(value):
-                        _diverged(run, f"the training loss became {value} at step {step}",
-                                  last_good, last_good_step)
-                        grad_sum = last_good_grads
+                        self._roll_back(run, f"the training loss became {value} at step {step}", good)
                         break
                     run.train_loss.append((step, value))
-                for name, layer in tables.items():
-                    grad_sum[name] += layer.weight.grad.float().norm(dim=1)  # (max_len,)
+                self._fire("on_after_backward", run)
                 optimizer.step()
                 run.step = step
-                if step % snapshot_every == 0 or step == config.steps:
-                    for name in tables:
-                        run.snapshots[name].append((step, run.table(name)[:SNAPSHOT_ROWS].clone()))
                 self._fire("on_batch_end", run)
                 if step % config.eval_every == 0 or step == config.steps:
                     entry = self._evaluate(model, eval_x, eval_y, classes, step, config.batch_size)
                     if not math.isfinite(entry["loss"]):
-                        _diverged(run, f"the held-out loss became {entry['loss']} at step {step}",
-                                  last_good, last_good_step)
-                        grad_sum = last_good_grads
+                        self._roll_back(run, f"the held-out loss became {entry['loss']} at step "
+                                             f"{step}", good)
                         break
                     run.history.append(entry)
-                    last_good, last_good_step = _copy_state(model), step
-                    last_good_grads = {name: g.clone() for name, g in grad_sum.items()}
+                    good = _copy_state(model), step
                     self._fire("on_eval", run)
                     target = config.target_accuracy
                     if target is not None and entry["accuracy"] >= target:
                         break
-            if run.status == "running":
-                run.status = "finished"
+            if run.status == Status.RUNNING:
+                run.status = Status.FINISHED
         except StackError as err:
-            run.status, run.error = "failed", str(err)
+            run.status, run.error = Status.FAILED, str(err)
         except (RuntimeError, ValueError, MemoryError) as err:
-            run.status, run.error = "failed", f"{type(err).__name__}: {err}"
+            run.status, run.error = Status.FAILED, f"{type(err).__name__}: {err}"
         finally:
             run.seconds = time.perf_counter() - start
             torch.random.set_rng_state(global_rng)
-            run.row_grad_norm = {name: g.cpu() for name, g in grad_sum.items()}
-            if run.status == "diverged":
-                run.step = last_good_step
             # every run that did not fail ends with an evaluation of the model it hands over
             needs_eval = not run.history or run.history[-1]["step"] != run.step
-            if run.status != "failed" and needs_eval:
+            if run.status != Status.FAILED and needs_eval:
                 run.history.append(self._evaluate(model, eval_x, eval_y, classes, run.step,
                                                   config.batch_size))
             self._fire("on_end", run)
         return run
+
+    def _roll_back(self, run: Run, what: str, good: tuple[dict, int]) -> None:
+        """End ``run`` as diverged, back at its last good state (recorders roll back too)."""
+        state, step = good
+        run.model.load_state_dict(state)
+        run.status, run.step = Status.DIVERGED, step
+        run.error = (f"{what}; the model is back at its last good state (step {step}). "
+                     "Try a smaller lr.")
+        self._fire("on_rollback", run)
 
     @staticmethod
     def _evaluate(model, x, y, classes: int, step: int, chunk: int) -> dict:
@@ -354,17 +308,6 @@ class Trainer:
                 correct += int((logits.argmax(-1) == target).sum())
         model.train()
         return {"step": step, "loss": loss_sum / y.numel(), "accuracy": correct / y.numel()}
-
-
-def _diverged(run: Run, what: str, last_good: dict, last_good_step: int) -> None:
-    """End ``run`` as diverged: back to the last good state, non-finite snapshots dropped."""
-    run.model.load_state_dict(last_good)
-    run.status = "diverged"
-    run.error = (f"{what}; the model is back at its last good state (step {last_good_step}). "
-                 "Try a smaller lr.")
-    for name, snapshots in run.snapshots.items():
-        run.snapshots[name] = [(step, table) for step, table in snapshots
-                               if bool(torch.isfinite(table).all())]
 
 
 def _adamw(model, config: TrainConfig) -> torch.optim.AdamW:

@@ -25,11 +25,28 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(dim, 3 * dim, dtype=dtype)  # Q, K and V stacked: 3·D² + 3·D
         self.proj = nn.Linear(dim, dim, dtype=dtype)  # D² + D
 
+    def heads_qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries, keys and values of ``x`` (B, T, D), split into heads: each (B, H, T, D/H)."""
+        B, T, D = x.shape
+        q, k, v = self.qkv(x).split(D, dim=-1)  # each (B, T, D)
+        return tuple(t.view(B, T, self.heads, D // self.heads).transpose(1, 2) for t in (q, k, v))
+
+    def weights(self, x: torch.Tensor) -> torch.Tensor:
+        """The attention weights of each head on ``x`` (B, T, D): (B, H, T, T), rows sum to 1.
+
+        ``forward`` computes the same inside a fused kernel; this spells it out for analysis.
+        """
+        q, k, _ = self.heads_qkv(x)
+        scores = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5  # (B, H, T, T)
+        if self.causal:
+            T = x.shape[1]
+            future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+            scores = scores.masked_fill(future, float("-inf"))
+        return scores.softmax(-1)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, D) -> (B, T, D)
         B, T, D = x.shape
-        H = self.heads
-        q, k, v = self.qkv(x).split(D, dim=-1)  # each (B, T, D)
-        q, k, v = (t.view(B, T, H, D // H).transpose(1, 2) for t in (q, k, v))  # (B, H, T, D/H)
+        q, k, v = self.heads_qkv(x)  # each (B, H, T, D/H)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)  # (B, H, T, D/H)
         y = y.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
         return x + self.proj(y)
@@ -73,6 +90,7 @@ SPEC = register(OpSpec(
     # q, k, v and the mixed values (4·T·D), and scores and weights per head (2·heads·T²);
     # T stands for the symbol when it is not known.
     scratch=lambda env: (4 * _known(env["T"]) * env["D"] + 2 * env["heads"] * _known(env["T"]) ** 2),
+    role="attention",
     torch_code=lambda env: f"Attention({env['D']}, {env['heads']}, causal={env['causal']})",
     torch_class='''def _known(dim) -> int:
     return dim if isinstance(dim, int) else 1

@@ -14,14 +14,14 @@ from ..core.spec import Arg, ErrorExample, Example, OpSpec, input_port, output_p
 class Embedding(nn.Module):
     """A ``[vocab, dim]`` table indexed by token ids; ids outside ``[0, vocab)`` are refused.
 
-    ``check_ids`` costs one host sync per call (min and max of the ids); a trainer whose
-    data is known to be in range may turn it off.
+    ``check_values`` costs one host sync per call (min and max of the ids); a trainer whose
+    data is known to be in range turns it off (`StackModule.set_value_checks`).
     """
 
     def __init__(self, vocab: int, dim: int, dtype: torch.dtype = torch.float32):
         super().__init__()
         self.vocab = vocab
-        self.check_ids = True
+        self.check_values = True
         self.weight = nn.Parameter(torch.empty(vocab, dim, dtype=dtype))
         nn.init.normal_(self.weight)
 
@@ -29,7 +29,7 @@ class Embedding(nn.Module):
         if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
             raise StackError("E_DTYPE", f"embedding takes integer token ids, not {ids.dtype}",
                              op="embedding", hint="pass a torch.long (int64) tensor of ids")
-        if self.check_ids and ids.numel():
+        if self.check_values and ids.numel():
             low, high = int(ids.min()), int(ids.max())
             if low < 0:
                 raise StackError("E_VALUE", f"token id {low} is outside [0, {self.vocab})",

@@ -73,6 +73,7 @@ SPEC = register(OpSpec(
         hint="use pos_embed({T}) or more, or a shorter input",
     ),),
     params=lambda env: {"weight": (env["max_len"], env["D"])},
+    role="position_table",
     torch_code=lambda env: f"PosEmbed({env['max_len']}, {env['D']})",
     torch_class='''class PosEmbed(nn.Module):
     """out = x + weight[:T]: a learned [max_len, D] table, broadcast over the batch."""

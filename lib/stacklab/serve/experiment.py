@@ -8,56 +8,123 @@
 
 Bad values never raise: each is reported in words and replaced by its default, so a
 mangled classroom link still opens.
+
+The fields of a link are the network's (`NETWORK_FIELDS`: stack, input shape, input
+dtype) and then every setting of `stacklab.lab.settings` that is marked for links, each
+parsed within its classroom range. `Experiment` is made from those rows, with the default
+task's preset as its defaults, so a new setting reaches links, the URL parser and the
+app by its one declaration.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, fields, replace
-from typing import Mapping
+from dataclasses import dataclass, field, fields, make_dataclass, replace
+from typing import Callable, Mapping, Sequence
 
 from ..core.language import MAX_SOURCE_CHARS
-from ..core.shapes import COMPUTE_DTYPES, DTYPES
+from ..core.shapes import DTYPES
+from ..lab.settings import SETTINGS, TrainConfig
 from ..lab.tasks import TASKS
 
-# What a link (and the app's controls) accept: a classroom server's ranges, tighter than
-# the library's. A value outside is reported and replaced by its default, never clamped.
-APP_LIMITS = {"seq_len": (1, 512), "steps": (1, 20_000), "batch_size": (1, 1024),
-              "seed": (0, 2**31 - 1), "lr": (1e-6, 10.0), "weight_decay": (0.0, 10.0)}
-DEVICES = ("auto", "cpu", "cuda", "mps")
-
+DEFAULT_TASK = "reverse"  # a first visit trains this task's preset
 REFERENCE_STEM = "embedding(500, 16)\npos_embed(32)\nlinear(4)"
-HIDEABLE = ("stack", "input", "input_dtype", "dtype", "task", "seq_len", "steps", "batch_size",
-            "lr", "weight_decay", "seed", "device", "presets", "layers")
+UI_CONTROLS = ("presets", "layers")  # Build page controls a link may hide besides the fields
 
 
 @dataclass(frozen=True)
-class Experiment:
-    """Everything a link pins: the stack, its input, and the training settings."""
+class LinkField:
+    """One query parameter: its name, Python type and how a link's text becomes a value."""
 
-    stack: str = TASKS["reverse"].preset(16)  # so that Train works from the first visit
-    input: str = "B,16"
-    input_dtype: str = "int64"
-    dtype: str = "float32"
-    task: str = "reverse"
-    seq_len: int = 16
-    steps: int = 400
-    batch_size: int = 64
-    lr: float = 3e-3
-    weight_decay: float = 0.0
-    seed: int = 0
-    device: str = "auto"
-    hide: tuple[str, ...] = ()
+    name: str
+    type: type
+    parse: Callable[[str], tuple[object, str | None]]  # raw -> (value or None, problem)
 
-    def with_task_preset(self, task: str | None = None, seq_len: int | None = None) -> "Experiment":
+
+def _text(name: str, limit: int):
+    def parse(raw: str):
+        if len(raw) > limit:
+            return None, f"{name} is {len(raw):,} characters long; at most {limit:,}"
+        return raw, None
+    return parse
+
+
+def _choice(name: str, options: Sequence[str]):
+    def parse(raw: str):
+        if raw in options:
+            return raw, None
+        return None, f"{name}={raw!r} is not one of {', '.join(options)}"
+    return parse
+
+
+NETWORK_FIELDS = (
+    LinkField("stack", str, _text("stack", MAX_SOURCE_CHARS)),
+    LinkField("input", str, _text("input", 200)),
+    LinkField("input_dtype", str, _choice("input_dtype", list(DTYPES))),
+)
+LINK_SETTINGS = tuple(row for row in SETTINGS.values() if row.link)
+FIELDS = NETWORK_FIELDS + tuple(LinkField(row.name, row.type, row.parse_link)
+                                for row in LINK_SETTINGS)
+HIDEABLE = tuple(f.name for f in FIELDS) + UI_CONTROLS
+
+
+def task_preset(task: str, seq_len: int | None = None) -> dict[str, object]:
+    """The fields a task's preset sets: its stack for ``seq_len`` and its training settings."""
+    spec = TASKS[task]
+    T = seq_len or spec.default_seq_len
+    return {"stack": spec.preset(T), "input": f"B,{T}", "input_dtype": "int64", "task": spec.name,
+            **spec.defaults(), "seq_len": T}
+
+
+class _ExperimentRules:
+    """The rules of an experiment, shared by links and the app's pages."""
+
+    def with_task_preset(self, task: str | None = None, seq_len: int | None = None):
         """This experiment switched to ``task``'s preset stack and default settings."""
-        spec = TASKS[task or self.task]
-        T = seq_len or spec.default_seq_len
-        return replace(self, task=spec.name, seq_len=T, stack=spec.preset(T), input=f"B,{T}",
-                       input_dtype="int64", steps=spec.steps, batch_size=spec.batch_size,
-                       lr=spec.lr)
+        return replace(self, **task_preset(task or self.task, seq_len))
+
+    def follow_preset(self, task: str | None = None, seq_len: int | None = None) -> dict:
+        """The fields that change with a new ``task`` or ``seq_len``.
+
+        When the stack is still the task's preset, switching task or T switches the preset
+        too (and a new task brings its settings); an input shape of ``B,T`` follows T.
+        """
+        switching = task is not None and task != self.task
+        task = task or self.task
+        seq_len = TASKS[task].default_seq_len if switching else (seq_len or self.seq_len)
+        changes = {}
+        if self.input == f"B,{self.seq_len}" and not switching:
+            changes["input"] = f"B,{seq_len}"
+        if self.stack == TASKS[self.task].preset(self.seq_len):
+            preset = task_preset(task, seq_len)
+            network = {f.name for f in NETWORK_FIELDS}
+            changes.update({k: v for k, v in preset.items()
+                            if k in network or (switching and k in SETTINGS and k != "task")})
+        return changes
+
+    def changes_for(self, name: str, value: object) -> dict:
+        """Everything that changes when the control of field ``name`` is set to ``value``."""
+        if name in ("task", "seq_len"):
+            return {name: value, **self.follow_preset(**{name: value})}
+        return {name: value}
+
+    def train_config(self, devices: Sequence[str]) -> TrainConfig:
+        """The run this experiment asks for; a device this server lacks becomes ``auto``."""
+        values = {row.name: row.type(getattr(self, row.name)) for row in LINK_SETTINGS}
+        if values["device"] not in devices:
+            values["device"] = "auto"
+        return TrainConfig(**values)
 
 
+_DEFAULTS = {**{name: getattr(TrainConfig(task=DEFAULT_TASK).filled(), name) for name in SETTINGS},
+             **task_preset(DEFAULT_TASK)}
+Experiment = make_dataclass(
+    "Experiment",
+    [(f.name, f.type, field(default=_DEFAULTS[f.name])) for f in FIELDS]
+    + [("hide", tuple, field(default=()))],  # the controls a classroom link pins
+    bases=(_ExperimentRules,), frozen=True)
+Experiment.__module__ = __name__
+Experiment.__doc__ = ("Everything a link pins: the stack, its input and the training settings "
+                      f"(fields: {', '.join(f.name for f in fields(Experiment))}).")
 DEFAULT = Experiment()
 
 
@@ -71,52 +138,8 @@ def presets() -> dict[str, dict[str, object]]:
             "stack": "pos_embed(64)\nlinear(8)", "input": "B,6,4", "input_dtype": "float32"},
     }
     for task in TASKS.values():
-        preset = DEFAULT.with_task_preset(task.name)
-        found[f"Task {task.name}: {task.description}"] = {
-            name: getattr(preset, name) for name in ("stack", "input", "input_dtype", "task",
-                                                     "seq_len", "steps", "batch_size", "lr")}
+        found[f"Task {task.name}: {task.description}"] = task_preset(task.name)
     return found
-
-
-def _text(name: str, limit: int):
-    def parse(raw: str):
-        if len(raw) > limit:
-            return None, f"{name} is {len(raw):,} characters long; at most {limit:,}"
-        return raw, None
-    return parse
-
-
-def _choice(name: str, options):
-    def parse(raw: str):
-        if raw in options:
-            return raw, None
-        return None, f"{name}={raw!r} is not one of {', '.join(options)}"
-    return parse
-
-
-def _int(name: str):
-    low, high = APP_LIMITS[name]
-
-    def parse(raw: str):
-        text = raw.strip().replace("_", "")
-        if text.isascii() and text.lstrip("+").isdigit() and len(text) <= 20 and low <= int(text) <= high:
-            return int(text), None
-        return None, f"{name}={raw!r} is not a whole number from {low:,} to {high:,}"
-    return parse
-
-
-def _float(name: str):
-    low, high = APP_LIMITS[name]
-
-    def parse(raw: str):
-        try:
-            value = float(raw) if len(raw) <= 40 else math.nan
-        except ValueError:
-            value = math.nan
-        if math.isfinite(value) and low <= value <= high:
-            return value, None
-        return None, f"{name}={raw!r} is not a number from {low} to {high}"
-    return parse
 
 
 def _hide(raw: str):
@@ -128,21 +151,7 @@ def _hide(raw: str):
     return names, None
 
 
-PARSERS = {
-    "stack": _text("stack", MAX_SOURCE_CHARS),
-    "input": _text("input", 200),
-    "input_dtype": _choice("input_dtype", list(DTYPES)),
-    "dtype": _choice("dtype", list(COMPUTE_DTYPES)),
-    "task": _choice("task", list(TASKS)),
-    "seq_len": _int("seq_len"),
-    "steps": _int("steps"),
-    "batch_size": _int("batch_size"),
-    "lr": _float("lr"),
-    "weight_decay": _float("weight_decay"),
-    "seed": _int("seed"),
-    "device": _choice("device", list(DEVICES)),
-    "hide": _hide,
-}
+PARSERS = {**{f.name: f.parse for f in FIELDS}, "hide": _hide}
 
 
 def from_query(params: Mapping[str, object]) -> tuple[Experiment, list[str]]:
@@ -176,13 +185,13 @@ def from_query(params: Mapping[str, object]) -> tuple[Experiment, list[str]]:
 def to_query(experiment: Experiment) -> dict[str, str]:
     """The query parameters of a link that reproduces ``experiment``."""
     query = {}
-    for field in fields(Experiment):
-        value = getattr(experiment, field.name)
-        if field.name == "hide":
+    for f in fields(Experiment):
+        value = getattr(experiment, f.name)
+        if f.name == "hide":
             if value:
                 query["hide"] = ",".join(value)
         elif isinstance(value, float):
-            query[field.name] = repr(value)
+            query[f.name] = repr(value)
         else:
-            query[field.name] = str(value)
+            query[f.name] = str(value)
     return query

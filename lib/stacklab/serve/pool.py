@@ -29,12 +29,10 @@ from dataclasses import dataclass
 import torch
 
 from ..core.errors import StackError
-from ..lab.trainer import Run, TrainConfig, Trainer
+from ..lab.trainer import Run, Status, TrainConfig, Trainer
+from .classroom import (ACTIVATION_BUDGET_BYTES, MAX_QUEUED_RUNS, PARAM_BUDGET_BYTES,
+                        RUNS_KEPT_PER_SESSION, SESSION_TTL_SECONDS)
 
-APP_BUDGET_BYTES = 256 << 20  # parameter bytes a classroom run may allocate
-APP_ACTIVATION_BUDGET_BYTES = 1 << 30  # activation bytes of one training step
-DEFAULT_TTL_SECONDS = float(os.environ.get("STACKLAB_SESSION_TTL", 15 * 60))
-MAX_JOBS_PER_OWNER = 5  # finished runs kept per session, newest first
 
 
 @dataclass(frozen=True)
@@ -42,7 +40,7 @@ class JobView:
     """A consistent copy of a job's state for a page to draw."""
 
     id: int
-    status: str  # queued, running, finished, stopped, diverged, failed
+    status: Status
     position: int | None  # 1-based place in the queue while queued
     step: int
     steps: int
@@ -53,7 +51,7 @@ class JobView:
 
     @property
     def active(self) -> bool:
-        return self.status in ("queued", "running")
+        return self.status.active
 
     @property
     def progress(self) -> float:
@@ -67,7 +65,7 @@ class Job:
         self.id = job_id
         self.owner = owner
         self.trainer = trainer
-        self.status = "queued"
+        self.status = Status.QUEUED
         self.error: str | None = None
         self.run: Run | None = None
         self.started: float | None = None
@@ -83,7 +81,7 @@ class Job:
         run = self.trainer.run_state
         if self.run is not None:
             run = self.run
-        position = self._pool.position(self) if self._pool and self.status == "queued" else None
+        position = self._pool.position(self) if self._pool and self.status == Status.QUEUED else None
         return JobView(
             id=self.id,
             status=self.status,
@@ -114,9 +112,9 @@ def _release_memory() -> None:
 class JobPool:
     """Runs training jobs on ``workers`` threads; see the module docstring."""
 
-    def __init__(self, workers: int | None = None, *, budget_bytes: int = APP_BUDGET_BYTES,
-                 activation_budget_bytes: int = APP_ACTIVATION_BUDGET_BYTES,
-                 ttl_seconds: float = DEFAULT_TTL_SECONDS, max_queued: int = 200,
+    def __init__(self, workers: int | None = None, *, budget_bytes: int = PARAM_BUDGET_BYTES,
+                 activation_budget_bytes: int = ACTIVATION_BUDGET_BYTES,
+                 ttl_seconds: float = SESSION_TTL_SECONDS, max_queued: int = MAX_QUEUED_RUNS,
                  threads_per_job: int | None = None, worker_nice: int = 0):
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.threads_per_job = threads_per_job
@@ -150,13 +148,13 @@ class JobPool:
                 raise StackError("E_BUDGET", f"{len(self._queue)} runs are already waiting",
                                  hint="wait for a few runs to finish, then press Train again")
             for job in self._jobs.get(owner, []):
-                if job.status in ("queued", "running"):
+                if job.status.active:
                     self._stop_locked(job)
             job = Job(next(self._ids), owner, trainer)
             job._pool = self
             jobs = self._jobs.setdefault(owner, [])
             jobs.insert(0, job)
-            del jobs[MAX_JOBS_PER_OWNER:]
+            del jobs[RUNS_KEPT_PER_SESSION:]
             self._seen[owner] = time.monotonic()
             self._queue.append(job)
             self._start_workers_locked()
@@ -224,15 +222,15 @@ class JobPool:
         return next((j for j in self._jobs.get(owner, []) if j.id == job_id), None)
 
     def _stop_locked(self, job: Job) -> None:
-        if job.status == "queued":
+        if job.status == Status.QUEUED:
             try:
                 self._queue.remove(job)
             except ValueError:
                 pass
-            job.status = "stopped"
+            job.status = Status.STOPPED
             job.ended = time.monotonic()
             job._done.set()
-        elif job.status == "running":
+        elif job.status == Status.RUNNING:
             job.trainer.stop()
 
     def _start_workers_locked(self) -> None:
@@ -260,7 +258,7 @@ class JobPool:
                 if self._closed:
                     return
                 job = self._queue.popleft()
-                job.status = "running"
+                job.status = Status.RUNNING
                 job.started = time.monotonic()
                 self.running += 1
             try:
@@ -269,7 +267,7 @@ class JobPool:
                 job.status = run.status
                 job.error = run.error
             except BaseException as err:  # noqa: BLE001 - a worker must survive any job
-                job.status = "failed"
+                job.status = Status.FAILED
                 job.error = f"{type(err).__name__}: {err}"
             finally:
                 with self._lock:

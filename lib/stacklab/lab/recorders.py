@@ -1,0 +1,84 @@
+"""Recorders: what a training run keeps besides the model, hooked into the trainer's events.
+
+A recorder has an ``attach(trainer)`` that registers its callbacks; the trainer attaches
+its recorders before any other callback. `PositionTableRecorder` is the one every run
+has: for every layer whose op declares the ``position_table`` role it keeps the initial
+table, snapshots during training and the per-row gradient norm summed over steps, and it
+rolls back with the model when a run diverges.
+
+>>> import stacklab
+>>> run = stacklab.train(task="position", steps=20)
+>>> run.position_nodes, len(run.snapshots["n1"]), bool((run.row_grad_norm["n1"][16:] == 0).all())
+(['n1'], 21, True)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .trainer import Run, Trainer
+
+MAX_SNAPSHOTS = 40
+SNAPSHOT_ROWS = 4096  # rows kept per snapshot: enough for any trained length plus spare rows
+
+
+class PositionTableRecorder:
+    """Initial tables, snapshots and summed row gradient norms of every position table.
+
+    It fills ``run.initial_tables``, ``run.snapshots`` (``[(step, table[:SNAPSHOT_ROWS])]``,
+    at most about `MAX_SNAPSHOTS` + 1 of them, the first at step 0 and the last at the
+    final step) and, when the run ends, ``run.row_grad_norm``.
+    """
+
+    EVENTS = ("on_start", "on_after_backward", "on_batch_end", "on_eval", "on_rollback",
+              "on_end")
+
+    def __init__(self):
+        self.tables: list = []
+        self.grad_sum: dict[str, torch.Tensor] = {}
+
+    def attach(self, trainer: "Trainer") -> None:
+        for event in self.EVENTS:
+            trainer.add_callback(event, getattr(self, event))
+
+    def on_start(self, run: "Run") -> None:
+        self.tables = run.model.layers("position_table")  # [(node name, module)]
+        run.initial_tables = {name: layer.weight.detach().float().cpu().clone()
+                              for name, layer in self.tables}
+        device = next(run.model.parameters()).device
+        self.grad_sum = {name: torch.zeros(layer.max_len, device=device)
+                         for name, layer in self.tables}
+        self.good_grad_sum = _copy(self.grad_sum)
+        self.snapshot_every = max(1, math.ceil(run.config.steps / MAX_SNAPSHOTS))
+        run.snapshots = {name: [(0, table[:SNAPSHOT_ROWS].clone())]
+                         for name, table in run.initial_tables.items()}
+
+    def on_after_backward(self, run: "Run") -> None:
+        for name, layer in self.tables:
+            self.grad_sum[name] += layer.weight.grad.float().norm(dim=1)  # (max_len,)
+
+    def on_batch_end(self, run: "Run") -> None:
+        if run.step % self.snapshot_every == 0 or run.step == run.config.steps:
+            for name, _ in self.tables:
+                run.snapshots[name].append((run.step, run.table(name)[:SNAPSHOT_ROWS].clone()))
+
+    def on_eval(self, run: "Run") -> None:
+        self.good_grad_sum = _copy(self.grad_sum)
+
+    def on_rollback(self, run: "Run") -> None:
+        """Back to the sums of the last good state; snapshots that hold nan or inf go."""
+        self.grad_sum = self.good_grad_sum
+        for name, snapshots in run.snapshots.items():
+            run.snapshots[name] = [(step, table) for step, table in snapshots
+                                   if bool(torch.isfinite(table).all())]
+
+    def on_end(self, run: "Run") -> None:
+        run.row_grad_norm = {name: total.cpu() for name, total in self.grad_sum.items()}
+
+
+def _copy(sums: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {name: total.clone() for name, total in sums.items()}

@@ -1,0 +1,189 @@
+"""The settings of a training run, declared once: `TrainConfig`, one field per setting.
+
+Each field carries its row of the settings table (`Setting`): type, the library's range,
+the classroom's range (what a link or the app accepts), default, label and help text.
+Everything else is derived from these rows: `TrainConfig.filled`'s checks, the
+``stacklab train`` flags, the URL parser of `stacklab.serve.experiment` and the app's
+widgets. Adding a setting is one field here.
+
+>>> SETTINGS["steps"].check(0)
+Traceback (most recent call last):
+...
+stacklab.core.errors.StackError: E_ARG at input: steps must be a whole number from 1 to 1,000,000, not 0
+fix: set steps within range
+>>> SETTINGS["lr"].parse_link("1e-9")
+(None, "lr='1e-9' is not a number from 1e-06 to 10.0")
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, replace
+from typing import Callable
+
+from ..core.build import DEVICES, available_devices
+from ..core.errors import StackError
+from ..core.shapes import COMPUTE_DTYPES
+from .tasks import TASKS, get_task
+
+_ROW = "stacklab.setting"  # the metadata key of a field's `Setting` row
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the settings table."""
+
+    name: str
+    type: type  # int, float or str
+    label: str  # the app's label for its control
+    help: str  # one line, for the CLI's --help and the control's tooltip
+    default: object = None  # None: the task decides (its preset's value)
+    low: float | None = None  # the library's range (None: unbounded)
+    high: float | None = None
+    low_open: bool = False  # the range excludes `low` (lr must be above 0)
+    classroom: tuple[float, float] | None = None  # the range a link or the app accepts
+    choices: tuple[str, ...] = ()  # the accepted words of a str setting
+    offered: Callable[[], list[str]] | None = None  # the choices this machine can serve
+    link: bool = True  # part of an experiment's link (and the app's controls)
+    page: str = "train"  # the app page whose controls show it
+    cli: bool = True  # a flag of `stacklab train`
+    step: float = 1  # the app control's step
+    metavar: str = ""  # the value's name in the CLI's usage (default N for ints, X for floats)
+
+    @property
+    def flag(self) -> str:
+        """``--batch-size``."""
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def value_name(self) -> str:
+        return self.metavar or ("N" if self.whole else "X")
+
+    @property
+    def whole(self) -> bool:
+        return self.type is int
+
+    def _range_text(self, low, high, low_open: bool = False) -> str:
+        if self.whole:
+            return f"a whole number from {low:,} to {high:,}"
+        return f"a number {'above' if low_open else 'from'} {low} to {high}"
+
+    def _in_range(self, value, low, high, low_open: bool = False) -> bool:
+        if isinstance(value, bool) or not isinstance(value, int if self.whole else (int, float)):
+            return False
+        if not self.whole and not math.isfinite(value):
+            return False
+        return (value > low if low_open else value >= low) and value <= high
+
+    def _library_range(self) -> tuple:
+        return self.low, self.high, self.low_open
+
+    def check(self, value: object) -> None:
+        """Raise ``E_ARG`` unless ``value`` lies in the library's range."""
+        if self.low is not None and not self._in_range(value, *self._library_range()):
+            raise StackError("E_ARG", f"{self.name} must be "
+                             f"{self._range_text(*self._library_range())}, not {value!r}",
+                             hint=f"set {self.name} within range")
+
+    def parse_link(self, raw: str) -> tuple[object, str | None]:
+        """A value from a link (classroom range): ``(value, None)``, or ``(None, problem)``."""
+        if self.choices:
+            if raw in self.choices:
+                return raw, None
+            return None, f"{self.name}={raw!r} is not one of {', '.join(self.choices)}"
+        low, high = self.classroom
+        value = _whole(raw) if self.whole else _number(raw)
+        if value is not None and self._in_range(value, low, high):
+            return value, None
+        return None, f"{self.name}={raw!r} is not {self._range_text(low, high)}"
+
+    def parse_flag(self, text: str):
+        """A value from the command line (library range); ``ValueError`` says why not."""
+        value = _whole(text) if self.whole else _number(text)
+        if value is None or (self.low is not None
+                             and not self._in_range(value, *self._library_range())):
+            raise ValueError(f"{text!r} is not {self._range_text(*self._library_range())}")
+        return value
+
+    def control(self) -> dict:
+        """Keyword arguments of the app's control: its range (or options), step and help."""
+        if self.choices:
+            options = self.offered() if self.offered else list(self.choices)
+            return {"options": options, "help": self.help}
+        low, high = self.classroom
+        kwargs = {"min_value": self.type(low), "max_value": self.type(high),
+                  "step": self.type(self.step), "help": self.help}
+        if not self.whole:
+            kwargs["format"] = "%g"
+        return kwargs
+
+
+def _whole(text: str) -> int | None:
+    """``"1_000"`` -> 1000; ``None`` for anything but ASCII digits (an optional + sign)."""
+    text = text.strip().replace("_", "")
+    if text.isascii() and text.lstrip("+").isdigit() and text.count("+") <= 1 and len(text) <= 20:
+        return int(text)
+    return None
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text) if len(text) <= 40 else math.nan
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def setting(type_: type, default: object = None, **row) -> object:
+    """A `TrainConfig` field with its row of the settings table (``row``: `Setting`'s fields)."""
+    return field(default=default, metadata={_ROW: dict(type=type_, default=default, **row)})
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Settings of one training run; ``None`` takes the task's default (its preset's value)."""
+
+    task: str = setting(str, "reverse", label="Task", metavar="NAME", choices=tuple(TASKS),
+                        help="the toy task (see `stacklab tasks`)")
+    seq_len: int | None = setting(int, label="seq_len (T)", metavar="T", low=1, high=4096, classroom=(1, 512),
+                                  help="length T of the training sequences (default: the task's)")
+    steps: int | None = setting(int, label="Steps", low=1, high=1_000_000,
+                                classroom=(1, 20_000), step=50,
+                                help="optimizer steps (default: the task's)")
+    batch_size: int | None = setting(int, label="Batch size", low=1, high=65_536,
+                                     classroom=(1, 1024), step=16,
+                                     help="sequences per step (default: the task's)")
+    lr: float | None = setting(float, label="Learning rate", low=0.0, high=10.0, low_open=True,
+                               classroom=(1e-6, 10.0), step=1e-3,
+                               help="AdamW learning rate (default: the task's)")
+    weight_decay: float = setting(float, 0.0, label="Weight decay", low=0.0, high=10.0,
+                                  classroom=(0.0, 10.0), step=0.01,
+                                  help="AdamW weight decay; it pulls every row towards zero, "
+                                       "the untrained rows too")
+    seed: int = setting(int, 0, label="Seed", metavar="S", low=0, high=2**63 - 1, classroom=(0, 2**31 - 1),
+                        help="seeds the parameters, the dropout and the training batches")
+    device: str = setting(str, "auto", label="Device", choices=DEVICES, offered=available_devices,
+                          help="where to train (auto: cuda, then mps, then cpu)")
+    dtype: str = setting(str, "float32", label="Compute dtype", choices=tuple(COMPUTE_DTYPES),
+                         page="build", cli=False, help="dtype of the parameters and activations")
+    eval_every: int = setting(int, 25, label="Evaluate every", low=1, high=1_000_000, link=False,
+                              cli=False, help="steps between held-out evaluations")
+    target_accuracy: float | None = setting(
+        float, label="Target accuracy", low=0.0, high=1.0, link=False, cli=False,
+        help="stop at the first held-out evaluation that reaches this accuracy")
+
+    def filled(self) -> "TrainConfig":
+        """The config with the task's defaults filled in, every value checked (``E_ARG``)."""
+        task = get_task(self.task)
+        defaults = task.defaults()
+        config = replace(self, **{name: defaults[name] for name in defaults
+                                  if getattr(self, name) is None})
+        for row in SETTINGS.values():
+            value = getattr(config, row.name)
+            if value is not None:
+                row.check(value)
+        return config
+
+
+SETTINGS: dict[str, Setting] = {
+    f.name: Setting(name=f.name, **f.metadata[_ROW]) for f in fields(TrainConfig)}

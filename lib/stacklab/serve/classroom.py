@@ -1,0 +1,14 @@
+"""The limits of a classroom server, in one place: what one student's run may cost, how
+many finished runs a browser session keeps, and how long a closed tab's runs live.
+
+The library's own limits are generous (`stacklab.core.resolve.DEFAULT_BUDGET_BYTES`, the
+library ranges of `stacklab.lab.settings`); a server shared by a class uses these, and the
+classroom ranges of the settings table for what a link may ask.
+"""
+
+PARAM_BUDGET_BYTES = 256 << 20  # parameter bytes a classroom run may allocate
+ACTIVATION_BUDGET_BYTES = 1 << 30  # activation bytes of one training step
+RUNS_KEPT_PER_SESSION = 5  # finished runs kept per browser session, newest first
+SESSION_TTL_SECONDS = 15 * 60  # a session that stops polling (a closed tab) is forgotten
+MAX_QUEUED_RUNS = 200  # runs waiting for a worker, over all sessions
+MAX_LINK_STACK_CHARS = 8_000  # longer links are refused by web servers (header limits)
