@@ -3,6 +3,7 @@
 The generated module has the same submodule names and parameter names as the built
 one, so a stacklab checkpoint loads into it with ``load_state_dict``.
 
+>>> from stacklab import resolve
 >>> net = resolve("embedding(500, 16)\\npos_embed(32)\\nlinear(4)", ["B", 12], input_dtype="int64")
 >>> code = to_pytorch(net)
 >>> "self.n1 = PosEmbed(32, 16)" in code
@@ -11,8 +12,10 @@ True
 
 from __future__ import annotations
 
+import inspect
+import textwrap
+
 from .network import Network
-from .resolve import resolve  # noqa: F401  (used by the doctest)
 from .shapes import format_shape
 
 HEADER = '''"""{title}"""
@@ -21,12 +24,30 @@ HEADER = '''"""{title}"""
 #
 {stack}
 
+from __future__ import annotations
+
 import math
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 '''
+
+
+# The exported modules raise stacklab's errors; a standalone file carries this small copy.
+STACK_ERROR = '''
+class StackError(ValueError):
+    """stacklab's error, as this standalone file raises it: a code, a message and a fix."""
+
+    def __init__(self, code, message, *, hint="", **place):
+        super().__init__(f"{code}: {message}" + (f"\\nfix: {hint}" if hint else ""))
+        self.code, self.message, self.hint = code, message, hint
+'''
+
+
+def _source_of(thing) -> str:
+    """The source of an op's module class or helper function, as written in its op file."""
+    return "\n" + textwrap.dedent(inspect.getsource(thing)).rstrip() + "\n"
 
 
 def to_pytorch(network: Network, class_name: str = "Net") -> str:
@@ -41,12 +62,11 @@ def to_pytorch(network: Network, class_name: str = "Net") -> str:
     parts = [HEADER.format(title=f"{class_name}: a stack exported from stacklab.",
                            input_shape=format_shape(network.input_shape), dtypes=dtypes,
                            stack=stack)]
-    seen = set()
-    for node in network.nodes:
-        helper = node.spec.torch_class
-        if helper and helper not in seen:
-            seen.add(helper)
-            parts.append("\n" + helper + "\n")
+    sources = [_source_of(thing) for thing in
+               dict.fromkeys(thing for node in network.nodes for thing in node.spec.torch_source)]
+    if any("StackError" in source for source in sources):
+        sources.insert(0, STACK_ERROR)
+    parts += ["\n" + source for source in sources]
     init = [f"        self.{node.name} = {node.spec.torch_code(node.env)}" for node in network.nodes]
     forward = []
     for node in network.nodes:

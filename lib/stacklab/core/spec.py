@@ -169,14 +169,14 @@ class OpSpec:
     constraints: tuple[Constraint, ...] = ()
     examples: tuple[Example, ...] = ()
     error_examples: tuple[ErrorExample, ...] = ()
-    # Plain PyTorch for `stacklab.export`: a constructor expression over the env, and the
-    # source of any small module class it needs (same parameter names as `module`).
     # Extra elements per batch item a forward pass keeps besides the output (for the
     # activation estimate of `Network.activation_elements`).
     scratch: Callable[[Mapping[str, object]], int] | None = None
     role: str | None = None  # one of `ROLES`, or None
+    # Plain PyTorch for `stacklab.core.export`: a constructor expression over the env, and
+    # the classes and functions it needs, whose source the export copies (inspect.getsource).
     torch_code: Callable[[Mapping[str, object]], str] | None = None
-    torch_class: str = ""
+    torch_source: tuple[object, ...] = ()
 
     @property
     def identity(self) -> str:

@@ -92,26 +92,7 @@ SPEC = register(OpSpec(
     scratch=lambda env: (4 * _known(env["T"]) * env["D"] + 2 * env["heads"] * _known(env["T"]) ** 2),
     role="attention",
     torch_code=lambda env: f"Attention({env['D']}, {env['heads']}, causal={env['causal']})",
-    torch_class='''def _known(dim) -> int:
-    return dim if isinstance(dim, int) else 1
-
-
-class Attention(nn.Module):
-    """out = x + proj(multi-head self-attention(x)), Q, K and V from one fused projection."""
-
-    def __init__(self, dim, heads, causal=False):
-        super().__init__()
-        self.heads, self.causal = heads, causal
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.proj = nn.Linear(dim, dim)
-
-    def forward(self, x):  # (B, T, D) -> (B, T, D)
-        B, T, D = x.shape
-        H = self.heads
-        q, k, v = self.qkv(x).split(D, dim=-1)
-        q, k, v = (t.view(B, T, H, D // H).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
-        return x + self.proj(y.transpose(1, 2).reshape(B, T, D))''',
+    torch_source=(Attention,),
     module=lambda env, dtype: Attention(env["D"], env["heads"], env["causal"],
                                         COMPUTE_DTYPES[dtype]),
     examples=(

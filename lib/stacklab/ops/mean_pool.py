@@ -33,9 +33,7 @@ SPEC = register(OpSpec(
     args=(),
     module=lambda env, dtype: MeanPool(),
     torch_code=lambda env: "MeanPool()",
-    torch_class='''class MeanPool(nn.Module):
-    def forward(self, x):  # (B, T, D) -> (B, D)
-        return x.mean(dim=-2)''',
+    torch_source=(MeanPool,),
     examples=(Example("A [B, 12, 16] sequence becomes one 16-wide vector per example.",
                       "mean_pool()\nlinear(2)", ("B", 12, 16)),),
     error_examples=(ErrorExample("mean_pool()", ("B", 16), "E_SHAPE", r"3 dims"),),

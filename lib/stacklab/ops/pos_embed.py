@@ -9,9 +9,6 @@ from ..core.errors import StackError
 from ..core.shapes import COMPUTE_DTYPES
 from ..core.spec import Arg, Constraint, ErrorExample, Example, OpSpec, input_port, output_port, register
 
-INIT_STD = 0.02  # the transformer convention for position tables
-
-
 class PosEmbed(nn.Module):
     """``out[b, t, :] = x[b, t, :] + weight[t, :]`` for a ``[max_len, D]`` table.
 
@@ -19,11 +16,13 @@ class PosEmbed(nn.Module):
     gather. Rows ``>= T`` take no part, so their gradient is exactly zero.
     """
 
+    init_std = 0.02  # the transformer convention for position tables
+
     def __init__(self, max_len: int, dim: int, dtype: torch.dtype = torch.float32):
         super().__init__()
         self.max_len = max_len
         self.weight = nn.Parameter(torch.empty(max_len, dim, dtype=dtype))
-        nn.init.normal_(self.weight, mean=0.0, std=INIT_STD)
+        nn.init.normal_(self.weight, mean=0.0, std=self.init_std)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, D) -> (B, T, D)
         T = x.shape[-2]
@@ -75,15 +74,7 @@ SPEC = register(OpSpec(
     params=lambda env: {"weight": (env["max_len"], env["D"])},
     role="position_table",
     torch_code=lambda env: f"PosEmbed({env['max_len']}, {env['D']})",
-    torch_class='''class PosEmbed(nn.Module):
-    """out = x + weight[:T]: a learned [max_len, D] table, broadcast over the batch."""
-
-    def __init__(self, max_len, dim):
-        super().__init__()
-        self.weight = nn.Parameter(torch.randn(max_len, dim) * 0.02)
-
-    def forward(self, x):  # (B, T, D) -> (B, T, D)
-        return x + self.weight[: x.shape[-2]].to(x.dtype)''',
+    torch_source=(PosEmbed,),
     module=lambda env, dtype: PosEmbed(env["max_len"], env["D"], COMPUTE_DTYPES[dtype]),
     examples=(
         Example("Positions 0..5 of the table are added; rows 6..63 stay unused.",

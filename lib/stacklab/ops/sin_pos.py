@@ -74,22 +74,7 @@ SPEC = register(OpSpec(
     ),),
     module=lambda env, dtype: SinPos(env["max_len"]),
     torch_code=lambda env: f"SinPos({env['max_len']})",
-    torch_class='''class SinPos(nn.Module):
-    """out = x + the fixed sinusoidal table of the original transformer (no parameters)."""
-
-    def __init__(self, max_len):
-        super().__init__()
-        self.max_len = max_len
-
-    def forward(self, x):  # (B, T, D) -> (B, T, D)
-        T, D = x.shape[-2], x.shape[-1]
-        position = torch.arange(T, dtype=torch.float32, device=x.device)[:, None]
-        inv_freq = torch.exp(torch.arange(0, D, 2, dtype=torch.float32, device=x.device)
-                             * (-math.log(10000.0) / D))
-        table = torch.empty(T, D, device=x.device)
-        table[:, 0::2] = torch.sin(position * inv_freq)
-        table[:, 1::2] = torch.cos(position * inv_freq[: D // 2])
-        return x + table.to(x.dtype)''',
+    torch_source=(sinusoidal_table, SinPos),
     examples=(Example("The fixed encoding adds no parameters.",
                       "embedding(500, 16)\nsin_pos(32)\nlinear(4)", ("B", 12), "int64"),),
     error_examples=(ErrorExample("sin_pos(4)", ("B", 12, 16), "E_CONSTRAINT", r"T=12"),),

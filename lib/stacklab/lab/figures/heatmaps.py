@@ -23,6 +23,7 @@ def similarity_heatmap(table, kind: str = "cosine", trained_len: int | None = No
     Cell ``(i, j)`` is the ``cosine`` (or ``dot``) similarity of rows i and j. Tables with
     more than `MAX_CELLS` rows are block-averaged so that each cell covers a few rows.
 
+    >>> import torch
     >>> fig = similarity_heatmap(torch.eye(4))
     >>> fig.data[0].z.diagonal().tolist()
     [1.0, 1.0, 1.0, 1.0]
