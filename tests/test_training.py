@@ -7,8 +7,10 @@ import threading
 import pytest
 import torch
 
+import stacklab
 from stacklab import StackError
 from stacklab.lab.analysis import length_probe
+from stacklab.core.spec import ROLES
 from stacklab.lab.tasks import TASKS
 from stacklab.lab.trainer import TrainConfig, Trainer, train
 
@@ -124,6 +126,57 @@ def test_non_finite_loss_stops_the_run_and_keeps_the_last_good_state():
     assert bool(torch.isfinite(run.row_grad_norm["n1"]).all())
     import json
     json.dumps(run.metrics(), allow_nan=False)  # valid JSON: no NaN anywhere
+
+
+def test_events_fire_in_order_and_recorders_hook_in_first():
+    trainer = Trainer(None, TrainConfig(task="position", steps=4, eval_every=2))
+    seen = []
+    for event in Trainer.EVENTS:
+        trainer.add_callback(event, lambda run, event=event: seen.append((event, run.step)))
+    # this step's snapshot is already taken when a callback's on_batch_end runs
+    trainer.add_callback("on_batch_end", lambda run: seen.append(
+        ("snapshot", run.snapshots["n1"][-1][0])))
+    trainer.run()
+    assert seen[0] == ("on_start", 0) and seen[-1] == ("on_end", 4)
+    assert [e for e, _ in seen].count("on_after_backward") == 4
+    assert [s for e, s in seen if e == "on_eval"] == [2, 4]
+    assert ("snapshot", 4) in seen and ("on_rollback", 4) not in seen
+    with pytest.raises(ValueError, match="unknown event"):
+        trainer.add_callback("on_step", print)
+
+
+def test_a_divergence_rolls_the_recorder_back_with_the_model():
+    """Summed gradients and snapshots go back to the last evaluated state, as the model does."""
+    sums = {}
+    trainer = Trainer(None, TrainConfig(task="modular", steps=200, eval_every=10))
+    recorder = trainer.callbacks["on_eval"][0].__self__
+
+    def poison(run):
+        if run.step == 25:
+            with torch.no_grad():
+                run.model.n1.weight[0, 0] = float("inf")
+
+    trainer.add_callback("on_eval", lambda run: sums.setdefault(run.step,
+                                                                recorder.grad_sum["n1"].clone()))
+    trainer.add_callback("on_batch_end", poison)
+    events = []
+    trainer.add_callback("on_rollback", lambda run: events.append(run.step))
+    run = trainer.run()
+    assert events == [20] and run.status == "diverged"
+    assert torch.equal(run.row_grad_norm["n1"], sums[20])
+
+
+def test_no_recorders_means_nothing_recorded():
+    run = Trainer(None, TrainConfig(task="position", steps=5), recorders=()).run()
+    assert run.status == "finished" and run.position_nodes == [] and run.snapshots == {}
+
+
+def test_layers_are_found_by_the_role_their_op_declares():
+    model = stacklab.resolve(TASKS["reverse"].preset(16), ["B", 16], input_dtype="int64").build()
+    assert [name for name, _ in model.layers("position_table")] == ["n1"]
+    assert [name for name, _ in model.layers("attention")] == ["n2"]
+    assert model.layers("nothing") == []
+    assert {spec.role for spec in stacklab.catalog().values()} <= {None, *ROLES}
 
 
 @pytest.mark.parametrize("source, code, words", [

@@ -1,0 +1,92 @@
+"""The one settings table: the trainer's checks, the CLI flags, the link parser and the app's
+controls are all derived from it, and an experiment's rules live beside the link schema."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from stacklab import StackError, TrainConfig
+from stacklab.cli import _parser
+from stacklab.lab.settings import SETTINGS
+from stacklab.lab.tasks import TASKS
+from stacklab.serve.experiment import (DEFAULT, DEFAULT_TASK, FIELDS, HIDEABLE, Experiment,
+                                       from_query, task_preset, to_query)
+
+
+def test_every_trainconfig_field_has_a_row_and_nothing_else_does():
+    assert list(SETTINGS) == [f.name for f in dataclasses.fields(TrainConfig)]
+    for row in SETTINGS.values():
+        assert row.label and row.help
+        if row.link and not row.choices:
+            low, high = row.classroom
+            assert row.low <= low <= high <= row.high  # a classroom never allows more
+
+
+def test_the_cli_has_a_flag_for_every_cli_setting_and_no_other():
+    train = _parser()._subparsers._group_actions[0].choices["train"]
+    flags = {a.dest for a in train._actions if a.option_strings} - {"help", "out"}
+    assert flags == {row.name for row in SETTINGS.values() if row.cli}
+
+
+def test_links_carry_every_link_setting_and_the_network():
+    names = [f.name for f in FIELDS]
+    assert names[:3] == ["stack", "input", "input_dtype"]
+    assert names[3:] == [row.name for row in SETTINGS.values() if row.link]
+    assert [f.name for f in dataclasses.fields(Experiment)] == names + ["hide"]
+    assert set(HIDEABLE) == set(names) | {"presets", "layers"}
+    assert set(to_query(DEFAULT)) == set(names)
+
+
+@pytest.mark.parametrize("name", [r.name for r in SETTINGS.values() if r.low is not None])
+def test_library_check_cli_flag_and_link_agree_on_the_range(name):
+    row = SETTINGS[name]
+    too_high = row.high * 2 if row.type is float else row.high + 1
+    with pytest.raises(StackError, match=f"{name} must be") as caught:
+        row.check(too_high)
+    assert caught.value.code == "E_ARG"
+    with pytest.raises(ValueError, match="is not"):
+        row.parse_flag(str(too_high))
+    if row.link:
+        value, problem = row.parse_link(str(too_high))
+        assert value is None and f"{name}=" in problem
+        low, _ = row.classroom
+        assert row.parse_link(str(low)) == (low, None)
+        assert row.control()["min_value"] == low
+
+
+@pytest.mark.parametrize("raw", ["++12", "+_+12", "1 2", "١٢", "12.0", "-3", ""])
+def test_a_mangled_whole_number_in_a_link_is_refused_not_raised(raw):
+    exp, problems = from_query({"seq_len": raw})
+    assert exp.seq_len == DEFAULT.seq_len and problems and "seq_len=" in problems[0]
+
+
+def test_defaults_come_from_the_default_tasks_preset():
+    preset = TrainConfig(task=DEFAULT_TASK).filled()
+    for row in SETTINGS.values():
+        if row.link:
+            assert getattr(DEFAULT, row.name) == getattr(preset, row.name)
+    assert DEFAULT.stack == TASKS[DEFAULT_TASK].preset(preset.seq_len)
+    assert DEFAULT.input == f"B,{preset.seq_len}"
+
+
+def test_switching_task_on_a_preset_brings_the_new_preset_and_its_settings():
+    changes = DEFAULT.changes_for("task", "modular")
+    assert changes == {"task": "modular", **{k: v for k, v in task_preset("modular").items()
+                                             if k != "task"}}
+
+
+def test_changing_t_follows_the_preset_and_the_input_but_keeps_a_hand_written_stack():
+    changes = DEFAULT.changes_for("seq_len", 20)
+    assert changes["stack"] == TASKS["reverse"].preset(20) and changes["input"] == "B,20"
+    own = dataclasses.replace(DEFAULT, stack="embedding(16, 64)\npos_embed(99)\nlinear(16)")
+    assert own.changes_for("seq_len", 20) == {"seq_len": 20, "input": "B,20"}
+    assert own.changes_for("steps", 50) == {"steps": 50}
+
+
+def test_train_config_uses_the_experiment_and_falls_back_to_auto():
+    exp = dataclasses.replace(DEFAULT, device="cuda", seed=7, lr=0.01)
+    config = exp.train_config(["auto", "cpu"])
+    assert (config.device, config.seed, config.lr, config.task) == ("auto", 7, 0.01, "reverse")
+    assert exp.train_config(["auto", "cpu", "cuda"]).device == "cuda"
