@@ -1,5 +1,5 @@
 """The layers of the package, checked from the source: each imports only the layers below it,
-no module-level import cycle, and the library never imports streamlit (docs/architecture.md)."""
+no module-level import cycle, and the library never imports streamlit (ARCHITECTURE.md)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ module and train it:
 >>> net.param_count
 8580
 
-The package is layered (see docs/architecture.md): `stacklab.core` (language, resolver,
+The package is layered (see ARCHITECTURE.md): `stacklab.core` (language, resolver,
 network, build, export), `stacklab.ops` (one file per op), `stacklab.lab` (tasks, trainer,
 analysis, figures, checkpoints) and `stacklab.serve` (links and the worker pool), with the
 command line on top. The names below are the public API; ``from stacklab import analysis,
