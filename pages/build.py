@@ -8,11 +8,11 @@ import app_state
 from stacklab import StackError, catalog, resolve
 from stacklab.core import editing
 from stacklab.core.errors import annotate
-from stacklab.serve.experiment import presets
 from stacklab.core.export import to_pytorch
-from stacklab.serve.classroom import PARAM_BUDGET_BYTES
 from stacklab.core.resolve import bind_args
 from stacklab.core.shapes import DTYPES
+from stacklab.serve.classroom import PARAM_BUDGET_BYTES
+from stacklab.serve.experiment import presets
 
 PAGE = "build"
 experiment = app_state.start()

@@ -103,6 +103,14 @@ def test_no_module_level_import_cycle():
             visit(module)
 
 
+def test_the_catalog_is_the_only_place_core_loads_a_module_by_name():
+    """`spec.catalog()` loads the ops package by name (a plugin point); nothing else in core
+    reaches around the layer rule that way."""
+    by_name = sorted(module for module in MODULES if _layer(module) == "core"
+                     and "importlib" in MODULES[module].read_text(encoding="utf-8"))
+    assert by_name == ["stacklab.core.spec"]
+
+
 def test_the_checker_sees_a_higher_layer_import(tmp_path, monkeypatch):
     """The layer rule can fail: a core module importing the lab is caught."""
     fake = tmp_path / "bad.py"

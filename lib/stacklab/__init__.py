@@ -59,6 +59,10 @@ _MODULES = {"analysis": "stacklab.lab.analysis", "figures": "stacklab.lab.figure
             "export": "stacklab.core.export"}
 
 
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_MODULES])
+
+
 def __getattr__(name: str):
     if name in _MODULES:
         return importlib.import_module(_MODULES[name])

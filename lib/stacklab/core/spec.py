@@ -223,7 +223,9 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(value)
 
 
-# The catalog is a registry: each module of this package calls `register` once for its op.
+# The catalog is a registry: each module of the `stacklab.ops` package calls `register` once
+# for its op. `catalog()` loads that package by name on first use: the one place where core
+# reaches the layer above it, as a plugin point, never through an import statement.
 OPS_PACKAGE = "stacklab.ops"
 _CATALOG: dict[str, OpSpec] = {}
 _loaded = False
@@ -232,6 +234,7 @@ _loaded = False
 def register(spec: OpSpec) -> OpSpec:
     """Add an op to the catalog (each op module calls this once for its `SPEC`)."""
     assert spec.name not in _CATALOG, f"op {spec.name} declared twice"
+    assert spec.role is None or spec.role in ROLES, f"op {spec.name}: unknown role {spec.role!r}"
     _CATALOG[spec.name] = spec
     return spec
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..ops.sin_pos import sinusoidal_table
 from ..core.resolve import resolve
+from ..ops.sin_pos import sinusoidal_table
 
 __all__ = ["similarity", "positional_attention", "attention_map", "pca",
            "PCA", "length_probe", "LengthProbe", "sinusoidal_table"]

@@ -34,16 +34,17 @@ class PositionTableRecorder:
     final step) and, when the run ends, ``run.row_grad_norm``.
     """
 
-    EVENTS = ("on_start", "on_after_backward", "on_batch_end", "on_eval", "on_rollback",
-              "on_end")
-
     def __init__(self):
-        self.tables: list = []
-        self.grad_sum: dict[str, torch.Tensor] = {}
+        self.tables: list = []  # (node name, layer) of every position table
+        self.grad_sum: dict[str, torch.Tensor] = {}  # per node: (max_len,) summed row norms
+        self.good_grad_sum: dict[str, torch.Tensor] = {}  # the sums at the last good state
+        self.snapshot_every = 1
 
     def attach(self, trainer: "Trainer") -> None:
-        for event in self.EVENTS:
-            trainer.add_callback(event, getattr(self, event))
+        """Register a callback for every trainer event this recorder has a method for."""
+        for event in trainer.EVENTS:
+            if hasattr(self, event):
+                trainer.add_callback(event, getattr(self, event))
 
     def on_start(self, run: "Run") -> None:
         self.tables = run.model.layers("position_table")  # [(node name, module)]

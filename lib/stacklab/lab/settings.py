@@ -187,3 +187,6 @@ class TrainConfig:
 
 SETTINGS: dict[str, Setting] = {
     f.name: Setting(name=f.name, **f.metadata[_ROW]) for f in fields(TrainConfig)}
+for _row in SETTINGS.values():  # a row a link carries needs what links and controls use
+    assert not _row.link or _row.choices or _row.classroom, f"{_row.name}: no classroom range"
+    assert _row.page in ("train", "build"), f"{_row.name}: no page {_row.page!r}"

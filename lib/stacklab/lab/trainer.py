@@ -169,14 +169,17 @@ class Trainer:
     Events, in the order they fire (each callback gets the `Run`):
 
     - ``on_start``: the model is built, nothing trained yet;
-    - ``on_after_backward``: this step's gradients are in the parameters (the loss was finite);
+    - ``on_after_backward``: this step's gradients are in the parameters (on the CPU the
+      loss was checked finite first; elsewhere it is checked every few steps, and a
+      divergence found later rolls the recorders back);
     - ``on_batch_end``: the optimizer stepped; ``run.step`` is the step just done;
     - ``on_eval``: a held-out evaluation was appended to ``run.history``; the model is good;
     - ``on_rollback``: a non-finite loss sent the model back to its last good state;
     - ``on_end``: the run ended, whatever its status.
 
-    The recorders (by default `PositionTableRecorder`) hook in first, so a callback's
-    ``on_batch_end`` already sees this step's snapshot.
+    The recorders hook in first, so a callback's ``on_batch_end`` already sees this step's
+    snapshot. ``recorders`` replaces the default ``(PositionTableRecorder(),)``; the
+    figures and ``metrics.json`` show the position tables that recorder recorded.
 
     >>> trainer = Trainer(None, TrainConfig(task="position", steps=20))
     >>> trainer.add_callback("on_eval", lambda run: None)

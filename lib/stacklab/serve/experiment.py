@@ -190,6 +190,8 @@ def to_query(experiment: Experiment) -> dict[str, str]:
         if f.name == "hide":
             if value:
                 query["hide"] = ",".join(value)
+        elif value is None:
+            continue  # unset (the task decides); a link leaves it out
         elif isinstance(value, float):
             query[f.name] = repr(value)
         else:
