@@ -52,8 +52,11 @@ def test_library_check_cli_flag_and_link_agree_on_the_range(name):
         value, problem = row.parse_link(str(too_high))
         assert value is None and f"{name}=" in problem
         low, _ = row.classroom
+        if row.low_open and low == row.low:  # (0, 1]: the low end itself is refused
+            assert row.parse_link(str(low))[0] is None
+            low = 0.5
         assert row.parse_link(str(low)) == (low, None)
-        assert row.control()["min_value"] == low
+        assert row.control()["min_value"] <= low
 
 
 @pytest.mark.parametrize("raw", ["++12", "+_+12", "1 2", "١٢", "12.0", "-3", ""])
@@ -64,9 +67,10 @@ def test_a_mangled_whole_number_in_a_link_is_refused_not_raised(raw):
 
 def test_defaults_come_from_the_default_tasks_preset():
     preset = TrainConfig(task=DEFAULT_TASK).filled()
+    chosen = task_preset(DEFAULT_TASK)  # what the preset sets beyond the library defaults
     for row in SETTINGS.values():
         if row.link:
-            assert getattr(DEFAULT, row.name) == getattr(preset, row.name)
+            assert getattr(DEFAULT, row.name) == chosen.get(row.name, getattr(preset, row.name))
     assert DEFAULT.stack == TASKS[DEFAULT_TASK].preset(preset.seq_len)
     assert DEFAULT.input == f"B,{preset.seq_len}"
 
@@ -90,3 +94,28 @@ def test_train_config_uses_the_experiment_and_falls_back_to_auto():
     config = exp.train_config(["auto", "cpu"])
     assert (config.device, config.seed, config.lr, config.task) == ("auto", 7, 0.01, "reverse")
     assert exp.train_config(["auto", "cpu", "cuda"]).device == "cuda"
+
+
+def test_target_accuracy_is_optional_in_links_and_presets_use_it():
+    assert DEFAULT.target_accuracy == 1.0  # every task's preset stops at 100% held out
+    off, problems = from_query({"target_accuracy": "none"})
+    assert off.target_accuracy is None and problems == []
+    assert to_query(off)["target_accuracy"] == "none"
+    assert from_query(to_query(off))[0] == off
+    half, _ = from_query({"target_accuracy": "0.5"})
+    assert half.train_config(["auto"]).target_accuracy == 0.5
+    bad, problems = from_query({"target_accuracy": "0"})
+    assert bad.target_accuracy == 1.0 and "number above 0.0 to 1.0" in problems[0]
+    with pytest.raises(StackError, match="target_accuracy"):
+        TrainConfig(target_accuracy=0.0).filled()
+
+
+def test_cli_target_accuracy_stops_at_the_first_evaluation_that_reaches_it(cli, tmp_path):
+    import json
+
+    code, _, err = cli("train", "--task", "modular", "--target-accuracy", "0.5",
+                       "--out", str(tmp_path))
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert code == 0 and metrics["steps"] < 300 and metrics["final"]["accuracy"] >= 0.5
+    code, _, err = cli("train", "--task", "modular", "--target-accuracy", "0", "--out", "x")
+    assert code == 2 and "--target-accuracy" in err

@@ -49,6 +49,7 @@ class Setting:
     cli: bool = True  # a flag of `stacklab train`
     step: float = 1  # the app control's step
     metavar: str = ""  # the value's name in the CLI's usage (default N for ints, X for floats)
+    optional: bool = False  # None is a value of its own ("none" in a link: the setting is off)
 
     @property
     def flag(self) -> str:
@@ -91,11 +92,14 @@ class Setting:
             if raw in self.choices:
                 return raw, None
             return None, f"{self.name}={raw!r} is not one of {', '.join(self.choices)}"
+        if self.optional and raw.strip().lower() in ("", "none"):
+            return None, None
         low, high = self.classroom
+        low_open = self.low_open and low == self.low
         value = _whole(raw) if self.whole else _number(raw)
-        if value is not None and self._in_range(value, low, high):
+        if value is not None and self._in_range(value, low, high, low_open):
             return value, None
-        return None, f"{self.name}={raw!r} is not {self._range_text(low, high)}"
+        return None, f"{self.name}={raw!r} is not {self._range_text(low, high, low_open)}"
 
     def parse_flag(self, text: str):
         """A value from the command line (library range); ``ValueError`` says why not."""
@@ -113,6 +117,8 @@ class Setting:
         low, high = self.classroom
         kwargs = {"min_value": self.type(low), "max_value": self.type(high),
                   "step": self.type(self.step), "help": self.help}
+        if self.optional:
+            kwargs["placeholder"] = "none"
         if not self.whole:
             kwargs["format"] = "%g"
         return kwargs
@@ -169,8 +175,10 @@ class TrainConfig:
     eval_every: int = setting(int, 25, label="Evaluate every", low=1, high=1_000_000, link=False,
                               cli=False, help="steps between held-out evaluations")
     target_accuracy: float | None = setting(
-        float, label="Target accuracy", low=0.0, high=1.0, link=False, cli=False,
-        help="stop at the first held-out evaluation that reaches this accuracy")
+        float, label="Target accuracy", low=0.0, high=1.0, low_open=True, classroom=(0.0, 1.0),
+        optional=True, step=0.01,
+        help="stop at the first held-out evaluation that reaches this held-out accuracy "
+             "(steps is then a ceiling); empty or none: train every step")
 
     def filled(self) -> "TrainConfig":
         """The config with the task's defaults filled in, every value checked (``E_ARG``)."""

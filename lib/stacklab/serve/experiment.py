@@ -72,7 +72,7 @@ def task_preset(task: str, seq_len: int | None = None) -> dict[str, object]:
     spec = TASKS[task]
     T = seq_len or spec.default_seq_len
     return {"stack": spec.preset(T), "input": f"B,{T}", "input_dtype": "int64", "task": spec.name,
-            **spec.defaults(), "seq_len": T}
+            **spec.defaults(), "seq_len": T, "target_accuracy": spec.target_accuracy}
 
 
 class _ExperimentRules:
@@ -169,7 +169,7 @@ def from_query(params: Mapping[str, object]) -> tuple[Experiment, list[str]]:
         if raw is None:
             continue
         value, problem = parse(str(raw))
-        if value is not None:
+        if value is not None or problem is None:  # None is a value of an optional setting
             values[name] = value
         if problem:
             refused.append((name, problem, value is None))
@@ -191,7 +191,7 @@ def to_query(experiment: Experiment) -> dict[str, str]:
             if value:
                 query["hide"] = ",".join(value)
         elif value is None:
-            continue  # unset (the task decides); a link leaves it out
+            query[f.name] = "none"  # an optional setting that is off
         elif isinstance(value, float):
             query[f.name] = repr(value)
         else:
