@@ -22,7 +22,7 @@ def _module_name(path: Path) -> str:
 
 def _layer(module: str) -> str:
     parts = module.split(".")
-    return parts[1] if len(parts) > 2 and parts[1] in LAYERS else "top"
+    return parts[1] if len(parts) >= 2 and parts[1] in LAYERS else "top"
 
 
 MODULES = {_module_name(path): path for path in sorted(ROOT.rglob("*.py"))}

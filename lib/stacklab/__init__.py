@@ -18,6 +18,7 @@ figures`` (and ``checkpoint``, ``export``, ``tasks``) gives the lab's modules.
 
 import importlib
 
+from .core import __version__
 from .core.build import StackModule, pick_device
 from .core.errors import CODES, StackError
 from .core.language import parse
@@ -29,6 +30,7 @@ from .lab.tasks import TASKS, Task, get_task
 from .lab.trainer import Run, Status, TrainConfig, Trainer, train
 
 __all__ = [
+    "__version__",
     "CODES",
     "DEFAULT_BUDGET_BYTES",
     "Network",
@@ -51,7 +53,6 @@ __all__ = [
     "resolve",
     "train",
 ]
-__version__ = "0.1.0"
 
 # Modules reachable as ``stacklab.<name>`` (loaded on first use: figures needs plotly).
 _MODULES = {"analysis": "stacklab.lab.analysis", "figures": "stacklab.lab.figures",

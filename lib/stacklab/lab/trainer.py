@@ -30,6 +30,7 @@ from ..core.errors import StackError
 from ..core.network import Network
 from ..core.resolve import DEFAULT_BUDGET_BYTES, resolve
 from ..core.shapes import DTYPE_BYTES
+from .keys import run_key
 from .recorders import PositionTableRecorder
 from .settings import TrainConfig
 from .tasks import Task, get_task
@@ -112,6 +113,7 @@ class Run:
     network: Network
     model: StackModule
     device: str
+    key: str = ""  # the run key (`stacklab.lab.keys.run_key`)
     status: Status = Status.RUNNING
     step: int = 0
     seconds: float = 0.0
@@ -200,6 +202,7 @@ class Trainer:
                                    dtype=self.config.dtype, budget_bytes=budget_bytes)
         _check_activations(self.network, self.config, activation_budget_bytes)
         self.device = pick_device(self.config.device)
+        self.key = run_key(self.network, self.config, self.device.type)
         self.callbacks: dict[str, list[Callable[[Run], None]]] = {e: [] for e in self.EVENTS}
         self._stop = threading.Event()
         self.run_state: Run | None = None
@@ -224,7 +227,8 @@ class Trainer:
         config, task, device = self.config, self.task, self.device
         model = self.network.build(seed=config.seed, device=device)
         model.set_value_checks(False)  # task data is in range by construction: no host sync
-        run = Run(config=config, task=task, network=self.network, model=model, device=device.type)
+        run = Run(config=config, task=task, network=self.network, model=model, device=device.type,
+                  key=self.key)
         self.run_state = run
         generator = torch.Generator().manual_seed(config.seed)
         # dropout draws from the global CPU generator: seed it for this run, restore it after

@@ -1,0 +1,260 @@
+"""Run keys and the run store (SPEC §12): one link, one run.
+
+A run's **key** is a hash of everything that decides its result: the resolved stack (as
+the resolver sees it, so comments and layout do not count), the input, the dtypes, every
+setting of the settings table, the kind of device and the stacklab and torch versions.
+Training is deterministic on CPU, so two runs with one key end with bitwise-identical
+parameters: a server trains a key once and hands the stored result to everyone who asks.
+
+The **store** keeps one folder per key under ``STACKLAB_RUNS`` (default
+``~/.cache/stacklab/runs``): ``model.safetensors``, ``metrics.json``, ``record.safetensors``
+(initial tables, snapshots, summed gradients) and ``run.json`` (settings, status and
+curves). A folder is written under a temporary name and renamed into place, so a crash
+never leaves a half-written run under a key; a folder that does not read back completely
+is skipped with a log line. The store holds at most ``STACKLAB_RUNS_MAX_BYTES`` (default
+2 GiB): the least recently used runs go first.
+
+>>> import tempfile, stacklab
+>>> store = RunStore(tempfile.mkdtemp())
+>>> run = stacklab.train(task="position", steps=20)
+>>> store.save(run) is not None, store.load(run.key).final == run.final
+(True, True)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+import uuid
+from dataclasses import asdict, fields
+from pathlib import Path
+
+from safetensors import safe_open
+from safetensors.torch import save_file
+
+from ..core.errors import StackError
+from ..core.resolve import resolve
+from .checkpoint import load_state, run_metadata, save_checkpoint
+from .keys import KEY_LENGTH, is_key, run_key
+from .settings import TrainConfig
+from .tasks import get_task
+from .trainer import Run, Status
+
+log = logging.getLogger("stacklab.store")
+
+FORMAT = "stacklab-run-1"
+DEFAULT_MAX_BYTES = 2 << 30
+STORED_STATUSES = ("finished", "diverged")  # complete and deterministic; a stopped run is not
+_RUN_JSON_MAX_BYTES = 64 << 20
+_STALE_TMP_SECONDS = 3600
+
+
+def default_root() -> Path:
+    return Path(os.environ.get("STACKLAB_RUNS") or Path.home() / ".cache" / "stacklab" / "runs")
+
+
+def default_max_bytes() -> int:
+    raw = os.environ.get("STACKLAB_RUNS_MAX_BYTES", "")
+    return int(raw) if raw.strip().isdigit() else DEFAULT_MAX_BYTES
+
+
+class RunStore:
+    """Finished runs by key, on disk; see the module docstring. Safe across processes:
+    every write is a rename, and a reader only ever sees whole folders."""
+
+    def __init__(self, root: str | Path | None = None, max_bytes: int | None = None):
+        self.root = Path(root) if root is not None else default_root()
+        self.max_bytes = default_max_bytes() if max_bytes is None else max_bytes
+
+    def path(self, key: str) -> Path:
+        if not is_key(key):
+            raise StackError("E_VALUE", f"{str(key)[:40]!r} is not a run key",
+                             hint=f"a run key is {KEY_LENGTH} hex digits, as in run=... of a link")
+        return self.root / key
+
+    def __contains__(self, key: str) -> bool:
+        return is_key(key) and (self.root / key / "run.json").is_file()
+
+    def keys(self) -> list[str]:
+        """Every stored key, least recently used first."""
+        if not self.root.is_dir():
+            return []
+        found = [p for p in self.root.iterdir() if is_key(p.name) and p.is_dir()]
+        return [p.name for p in sorted(found, key=_last_used)]
+
+    def size(self) -> int:
+        return sum(_folder_bytes(self.root / key) for key in self.keys())
+
+    # -- writing ----------------------------------------------------------------------
+
+    def save(self, run) -> Path | None:
+        """Store ``run`` under its key (a finished or diverged run; others are not kept).
+
+        Returns the folder, or None when the run is not kept (its status, or it alone is
+        larger than the store). An existing folder for the key is left as it is.
+        """
+        if run.status not in STORED_STATUSES:
+            return None
+        final = self.path(run.key)
+        if final.exists():
+            _touch(final)
+            return final
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / f".tmp-{run.key}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+        try:
+            _write_run(tmp, run)
+            if _folder_bytes(tmp) > self.max_bytes:
+                log.warning("not storing run %s: it alone is larger than the store", run.key)
+                return None
+            try:
+                os.rename(tmp, final)  # atomic: the key appears whole or not at all
+            except OSError:
+                if not final.exists():
+                    raise
+                return final  # another process stored the same run first
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        self.evict(keep=run.key)
+        return final
+
+    def evict(self, keep: str | None = None) -> list[str]:
+        """Remove least recently used runs until the store fits ``max_bytes``."""
+        removed = []
+        keys = self.keys()
+        sizes = {key: _folder_bytes(self.root / key) for key in keys}
+        total = sum(sizes.values())
+        for key in keys:
+            if total <= self.max_bytes:
+                break
+            if key == keep:
+                continue
+            shutil.rmtree(self.root / key, ignore_errors=True)
+            total -= sizes[key]
+            removed.append(key)
+        self._clear_stale_tmp()
+        return removed
+
+    def _clear_stale_tmp(self) -> None:
+        now = time.time()
+        for path in self.root.glob(".tmp-*"):
+            try:
+                if now - path.stat().st_mtime > _STALE_TMP_SECONDS:
+                    shutil.rmtree(path, ignore_errors=True)
+            except OSError:
+                pass
+
+    # -- reading ----------------------------------------------------------------------
+
+    def load(self, key: str, device: str | None = "cpu") -> Run | None:
+        """The stored `Run` of ``key``, or None (unknown key, or a folder that does not read
+        back completely: logged and skipped, never shown as finished)."""
+        if not is_key(key):
+            return None
+        folder = self.root / key
+        if not (folder / "run.json").is_file():
+            return None
+        try:
+            run = _read_run(folder, key, device)
+        except Exception as err:  # noqa: BLE001 - any damage means: not a stored run
+            log.warning("ignoring the stored run %s: %s: %s", key, type(err).__name__, err)
+            return None
+        _touch(folder)
+        return run
+
+
+def _write_run(folder: Path, run) -> None:
+    network = run.network
+    save_checkpoint(folder / "model.safetensors", run.model, run_metadata(run))
+    tensors = {}
+    steps = {}
+    for node in run.position_nodes:
+        tensors[f"initial.{node}"] = run.initial_tables[node].contiguous()
+        tensors[f"grad.{node}"] = run.row_grad_norm[node].contiguous()
+        steps[node] = [step for step, _ in run.snapshots.get(node, ())]
+        for index, (_, table) in enumerate(run.snapshots.get(node, ())):
+            tensors[f"snapshot.{node}.{index}"] = table.contiguous()
+    save_file(tensors, str(folder / "record.safetensors"), metadata={"format": FORMAT})
+    record = {
+        "format": FORMAT,
+        "key": run.key,
+        "source": network.source,
+        "input_shape": list(network.input_shape),
+        "input_dtype": network.input_dtype,
+        "config": asdict(run.config),
+        "status": str(run.status),
+        "error": run.error,
+        "step": run.step,
+        "seconds": run.seconds,
+        "device": run.device,
+        "history": run.history,
+        "train_loss": run.train_loss,
+        "snapshot_steps": steps,
+    }
+    _write_text(folder / "metrics.json", json.dumps(run.metrics(), indent=2) + "\n")
+    _write_text(folder / "run.json", json.dumps(record) + "\n")  # last: it marks the run whole
+
+
+def _write_text(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _read_run(folder: Path, key: str, device: str | None) -> Run:
+    if (folder / "run.json").stat().st_size > _RUN_JSON_MAX_BYTES:
+        raise ValueError("run.json is too large")
+    record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    if record.get("format") != FORMAT or record.get("key") != key:
+        raise ValueError("run.json is not a stored run of this key")
+    names = {f.name for f in fields(TrainConfig)}
+    config = TrainConfig(**{k: v for k, v in record["config"].items() if k in names}).filled()
+    network = resolve(record["source"], record["input_shape"], input_dtype=record["input_dtype"],
+                      dtype=config.dtype)
+    if run_key(network, config, record["device"]) != key:
+        raise ValueError("the stored settings do not give this key")
+    model = network.build(device=device)
+    model.load_state_dict(load_state(folder / "model.safetensors", network))
+    run = Run(config=config, task=get_task(config.task), network=network, model=model,
+              device=record["device"], status=Status(record["status"]), step=int(record["step"]),
+              seconds=float(record["seconds"]), error=record["error"],
+              history=[dict(entry) for entry in record["history"]],
+              train_loss=[(int(step), float(loss)) for step, loss in record["train_loss"]])
+    run.key = key
+    with safe_open(str(folder / "record.safetensors"), framework="pt") as handle:
+        for node, steps in record["snapshot_steps"].items():
+            run.initial_tables[node] = handle.get_tensor(f"initial.{node}")
+            run.row_grad_norm[node] = handle.get_tensor(f"grad.{node}")
+            run.snapshots[node] = [(int(step), handle.get_tensor(f"snapshot.{node}.{index}"))
+                                   for index, step in enumerate(steps)]
+    if set(run.initial_tables) != {name for name, _ in model.layers("position_table")}:
+        raise ValueError("the record does not hold every position table")
+    return run
+
+
+def _touch(folder: Path) -> None:
+    try:
+        os.utime(folder)  # the folder's mtime is its last use, for eviction
+    except OSError:
+        pass
+
+
+def _last_used(folder: Path) -> float:
+    try:
+        return folder.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _folder_bytes(folder: Path) -> int:
+    total = 0
+    try:
+        for path in folder.iterdir():
+            total += path.stat().st_size
+    except OSError:
+        pass
+    return total
