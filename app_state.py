@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import streamlit as st
 
+from stacklab.lab.keys import is_key
 from stacklab.lab.settings import SETTINGS
 from stacklab.serve.classroom import MAX_LINK_STACK_CHARS, SESSION_TTL_SECONDS
 from stacklab.serve.experiment import Experiment, from_query, to_query
@@ -22,6 +23,8 @@ from stacklab.serve.pool import JobPool
 EXPERIMENT = "experiment"
 URL_PROBLEMS = "url_problems"
 SESSION_ID = "session_id"
+JOB = "job"  # the id of the session's current job in the pool
+RUN_KEY = "run_key"  # that job's run key, mirrored in the URL as run=KEY
 
 
 @st.cache_resource
@@ -37,11 +40,41 @@ def start() -> Experiment:
     """Run at the top of every page: set up the session once, keep the URL in sync."""
     if SESSION_ID not in st.session_state:
         st.session_state[SESSION_ID] = uuid.uuid4().hex
-        linked, problems = from_query(st.query_params.to_dict())
+        params = st.query_params.to_dict()
+        linked, problems = from_query(params)
         st.session_state[EXPERIMENT] = linked
+        if "run" in params:
+            problem = open_run(params["run"])
+            if problem:
+                problems.append(problem)
         st.session_state[URL_PROBLEMS] = problems
     sync_url()
     return experiment()
+
+
+def open_run(raw: str) -> str | None:
+    """Attach this session to the run of a link's ``run=KEY`` (live or stored); a problem
+    in words when there is no such run."""
+    shown = raw if len(raw) <= 40 else raw[:40] + "…"
+    if not is_key(raw):
+        return f"run={shown!r} is not a run key (32 hex digits); showing the link's settings"
+    job = pool().open(owner(), raw)
+    if job is None:
+        return (f"run={shown} is not on this server (never trained here, or evicted from "
+                "its store); press Train to train it")
+    watch(job)
+    return None
+
+
+def watch(job) -> None:
+    """Make ``job`` the session's current run (and put its key in the URL)."""
+    st.session_state[JOB] = job.id
+    st.session_state[RUN_KEY] = job.key
+
+
+def current_job():
+    """The session's current job in the pool, or None."""
+    return pool().get(owner(), st.session_state[JOB]) if JOB in st.session_state else None
 
 
 def experiment() -> Experiment:
@@ -55,7 +88,10 @@ def owner() -> str:
 def update(**changes) -> None:
     """Change the experiment (and the URL); values a link pins with ``hide=`` stay as pinned."""
     kept = {k: v for k, v in changes.items() if k not in experiment().hide}
-    st.session_state[EXPERIMENT] = replace(experiment(), **kept)
+    new = replace(experiment(), **kept)
+    if new != experiment():
+        st.session_state.pop(RUN_KEY, None)  # the link no longer describes that run
+    st.session_state[EXPERIMENT] = new
     sync_url()
 
 
@@ -63,6 +99,8 @@ def sync_url() -> None:
     wanted = to_query(experiment())
     if len(wanted["stack"]) > MAX_LINK_STACK_CHARS:
         del wanted["stack"]  # too long to share as a link; the page says so
+    if RUN_KEY in st.session_state:
+        wanted["run"] = st.session_state[RUN_KEY]
     if st.query_params.to_dict() != wanted:
         st.query_params.from_dict(wanted)
 

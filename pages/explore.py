@@ -5,7 +5,7 @@ import json
 import streamlit as st
 
 import app_state
-from stacklab import Status, figures
+from stacklab import Status
 from stacklab.lab.checkpoint import checkpoint_bytes, run_metadata
 from stacklab.lab.report_html import report_html
 
@@ -14,15 +14,16 @@ st.title("Explore")
 app_state.show_url_problems()
 pool = app_state.pool()
 jobs = pool.jobs_of(app_state.owner())
-active = next((job for job in jobs if job.view().active), None)
+owner = app_state.owner()
+active = next((job for job in jobs if job.view(owner).active), None)
 if active is not None:
-    now = active.view()
+    now = active.view(owner)
     st.info(f"A run is {now.status} (step {now.step} of {now.steps}); this page shows it as "
             "soon as it ends.")
 
     @st.fragment(run_every=1.0)
     def wait_for_the_run():
-        if not active.view().active:
+        if not active.view(owner).active:
             st.rerun()
 
     wait_for_the_run()
@@ -51,12 +52,8 @@ elif not run.position_nodes:
             "curves apply: a fixed `sin_pos` has nothing to learn. Add `pos_embed(...)` on the "
             "Build page to see what a table learns.")
 
-FIGURES = "explore_figures"
-wanted = (job.id, node)
-if st.session_state.get(FIGURES, (None,))[0] != wanted:
-    with st.spinner("Drawing the figures…"):
-        st.session_state[FIGURES] = (wanted, figures.run_figures(run, node))
-drawn = st.session_state[FIGURES][1]
+with st.spinner("Drawing the figures…"):
+    drawn = job.figures(node)  # drawn once per run, shared by every session that views it
 
 
 download = st.columns(3)

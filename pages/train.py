@@ -9,7 +9,6 @@ from stacklab.core.errors import annotate
 from stacklab.lab.settings import SETTINGS
 
 PAGE = "train"
-JOB = "train_job"
 experiment = app_state.start()
 st.title("Train")
 app_state.show_url_problems()
@@ -59,22 +58,23 @@ def start_training():
     except StackError as err:
         st.session_state["train_error"] = err
     else:
-        st.session_state[JOB] = job.id
+        app_state.watch(job)  # the key goes into the URL: a reload or a shared link reattaches
         st.session_state.pop("train_error", None)
 
 
 def stop_training():
-    if JOB in st.session_state:
-        pool.stop(owner, st.session_state[JOB])
+    job = app_state.current_job()
+    if job is not None:
+        pool.stop(owner, job.id)
 
 
-job = pool.get(owner, st.session_state[JOB]) if JOB in st.session_state else None
-view = job.view() if job else None
+job = app_state.current_job()
+view = job.view(owner) if job else None
 train_col, stop_col, _ = st.columns([1, 1, 6])
 train_col.button("Train", type="primary", disabled=not fits, on_click=start_training,
                  key="train_train")
 stop_col.button("Stop", disabled=not (view and view.active), on_click=stop_training,
-                key="train_stop")
+                key="train_stop", help="Stop watching; a run shared with others goes on for them")
 if "train_error" in st.session_state:
     err = st.session_state["train_error"]
     st.error(f"**{err.code}** {err.message}\n\n**Fix:** {err.hint}")
@@ -92,33 +92,44 @@ def curves(now):
     return cached[1]
 
 
+def shared_note(now) -> str:
+    others = now.watchers - (1 if now.active else 0)
+    return f" — shared with {others} other session{'s' * (others != 1)}" if others > 0 else ""
+
+
 # Poll often while running, seldom while queued (a classroom has many queued runs).
 POLL_SECONDS = {Status.RUNNING: 1.0, Status.QUEUED: 2.0}
 
 
 @st.fragment(run_every=POLL_SECONDS.get(view.status) if view else None)
 def status_panel():
-    current = pool.get(owner, st.session_state[JOB]) if JOB in st.session_state else None
+    current = app_state.current_job()
     if current is None:
         st.info("No run yet: press **Train**.")
         return
-    now = current.view()
+    now = current.view(owner)
     if now.status == Status.QUEUED:
         st.info(f"Status: **queued** — position {now.position} in the queue "
-                f"({pool.stats()['running']} runs in progress)")
+                f"({pool.stats()['running']} runs in progress){shared_note(now)}")
     elif now.status == Status.RUNNING:
-        st.info(f"Status: **running** — step {now.step} of {now.steps}")
+        st.info(f"Status: **running** — step {now.step} of {now.steps}{shared_note(now)}")
     elif now.status == Status.FINISHED:
         final = now.history[-1] if now.history else None
         accuracy = f"; held-out accuracy {final['accuracy']:.1%}" if final else ""
         st.success(f"Status: **finished** — {now.step} steps in {now.seconds:.1f} s{accuracy}")
     elif now.status == Status.STOPPED:
-        st.warning(f"Status: **stopped** at step {now.step}")
+        goes_on = " (it goes on for the others watching it)" if current.status.active else ""
+        st.warning(f"Status: **stopped** at step {now.step}{goes_on}")
     else:
         st.error(f"Status: **{now.status}** — {now.error}")
     st.progress(now.progress, text=f"{now.step} / {now.steps} steps")
     if now.history:
-        st.plotly_chart(curves(now), key=f"train_curves_{now.id}")
+        left, right = st.columns(2)
+        left.plotly_chart(curves(now), key=f"train_curves_{now.id}")
+        if now.pattern is not None:
+            right.plotly_chart(now.pattern.figure, key=f"train_pattern_{now.id}")
+            right.caption(f"**{now.pattern.title}** at step {now.history[-1]['step']}: "
+                          f"{now.pattern.caption}")
     if not now.active and current.run is not None:
         app_state.keep_run(current)
     if not now.active and now.status != Status.FAILED:

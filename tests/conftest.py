@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,8 @@ settings.register_profile("fuzz", max_examples=5_000, deadline=200,
 settings.load_profile("default")
 
 GOLDEN = Path(__file__).parent / "golden"
+# Runs the suite stores (the app's pool, the CLI) go to a fresh folder, never the user's cache.
+os.environ["STACKLAB_RUNS"] = tempfile.mkdtemp(prefix="stacklab-test-runs-")
 
 
 def pytest_addoption(parser):

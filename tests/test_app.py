@@ -257,3 +257,77 @@ def test_layer_buttons_apply_to_the_text_as_it_is():
     at.text_area(key="build_stack").set_value("linear(8)\nlinear(4)\nrelu()")
     at.button(key="build_down_0").click().run()
     assert at.text_area(key="build_stack").value == "linear(4)\nlinear(8)\nrelu()"
+
+
+# --- Shared runs (one link, one run) ----------------------------------------------------
+
+LONG_LINK = dict(task="reverse", steps="20000", target_accuracy="none", seed="41")
+
+
+def status_text(at) -> str:
+    return " ".join(m.value for m in [*at.info, *at.success, *at.warning, *at.error])
+
+
+def test_two_sessions_on_one_link_share_one_training_and_stop_detaches():
+    first = app(**LONG_LINK)
+    first.switch_page("pages/train.py").run()
+    first.button(key="train_train").click().run()
+    key = first.query_params["run"]
+    assert len(key) == 32
+    second = app(**LONG_LINK)
+    second.switch_page("pages/train.py").run()
+    second.button(key="train_train").click().run()
+    assert second.query_params["run"] == key  # the same run, not a second training
+    second.run()
+    assert "shared with 1 other session" in status_text(second)
+    first.button(key="train_stop").click().run()  # one of two watchers stops: it detaches
+    assert "stopped" in status_text(first) and "goes on for the others" in status_text(first)
+    second.run()
+    assert "Status: **running**" in status_text(second)
+    second.button(key="train_stop").click().run()  # the last watcher: the run stops
+    assert wait_for_run(second) == "stopped"
+
+
+def test_a_reload_reattaches_and_a_fresh_session_opens_the_stored_run():
+    first = app(task="position", steps="60", seed="5")
+    first.switch_page("pages/train.py").run()
+    first.button(key="train_train").click().run()
+    key = first.query_params["run"]
+    reloaded = app(task="position", steps="60", seed="5", run=key)  # a reload: a new session
+    reloaded.switch_page("pages/train.py").run()
+    assert not reloaded.warning or "run=" not in reloaded.warning[0].value
+    assert wait_for_run(reloaded) == "finished" and reloaded.query_params["run"] == key
+    fresh = app(run=key)  # /explore?run=KEY, in a browser session that never trained
+    fresh.switch_page("pages/explore.py").run()
+    assert not fresh.exception
+    titles = [s.value for s in fresh.subheader]
+    assert "Cosine similarity of the rows" in titles and "Training curves" in titles
+    assert "Your latest run: task **position**" in fresh.markdown[0].value
+
+
+def test_unknown_malformed_evicted_and_damaged_runs_are_reported_not_crashed():
+    import os
+    from pathlib import Path
+
+    from stacklab.lab.store import RunStore
+
+    for raw, words in (("0" * 32, "not on this server"), ("../../etc/passwd", "not a run key"),
+                       ("<b>x</b>" * 20, "not a run key")):
+        at = app(run=raw)  # the first page says what was wrong with the link
+        assert not at.exception and words in at.warning[0].value, raw
+        at.switch_page("pages/explore.py").run()
+        assert not at.exception and "Train one first" in at.info[0].value
+    store = RunStore(os.environ["STACKLAB_RUNS"])
+    first = app(task="modular", steps="30", seed="9")
+    first.switch_page("pages/train.py").run()
+    first.button(key="train_train").click().run()
+    assert wait_for_run(first) == "finished"
+    key = first.query_params["run"]
+    assert key in store
+    (Path(store.root) / key / "run.json").write_text('{"format": "damaged')  # a damaged entry
+    damaged = app(run=key)
+    damaged.switch_page("pages/explore.py").run()
+    assert not damaged.exception  # served from the server's memory, or reported
+    evicted = RunStore(store.root, max_bytes=0)
+    evicted.evict()
+    assert key not in evicted

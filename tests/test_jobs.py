@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
 
 from stacklab import StackError
+from stacklab.lab.store import RunStore
 from stacklab.serve.pool import JobPool
 from stacklab.lab.trainer import TrainConfig, Trainer
 
@@ -17,8 +19,8 @@ DIVERGES = ("embedding(16, 32)\npos_embed(32)\nlinear(16)", TrainConfig(
 
 
 @pytest.fixture
-def pool():
-    pool = JobPool(workers=1)
+def pool(tmp_path):
+    pool = JobPool(workers=1, store=RunStore(tmp_path))
     yield pool
     pool.shutdown()
 
@@ -36,7 +38,7 @@ def test_queue_positions_and_one_active_job_per_owner(pool):
     running = pool.submit("a", None, LONG)
     wait_until(lambda: running.status == "running")
     queued_b = pool.submit("b", None, QUICK)
-    queued_c = pool.submit("c", None, QUICK)
+    queued_c = pool.submit("c", None, dataclasses.replace(QUICK, seed=1))  # another run
     assert (queued_b.view().status, queued_b.view().position) == ("queued", 1)
     assert queued_c.view().position == 2
     # a second submit by the same owner replaces its first job
@@ -57,7 +59,7 @@ def test_owners_cannot_see_or_stop_each_others_jobs(pool):
 
 def test_stop_a_running_and_a_queued_job(pool):
     first = pool.submit("a", None, LONG)
-    second = pool.submit("b", None, LONG)
+    second = pool.submit("b", None, dataclasses.replace(LONG, seed=1))  # another run
     wait_until(lambda: first.status == "running" and first.view().step > 2)
     assert pool.stop("b", second.id) and second.status == "stopped"  # never started
     assert pool.stop("a", first.id)
@@ -94,8 +96,8 @@ def test_bad_requests_are_refused_before_queueing(pool):
     assert pool.stats()["queued"] == 0
 
 
-def test_closed_tabs_are_forgotten_after_their_ttl():
-    pool = JobPool(workers=1, ttl_seconds=0.2)
+def test_closed_tabs_are_forgotten_after_their_ttl(tmp_path):
+    pool = JobPool(workers=1, ttl_seconds=0.2, store=RunStore(tmp_path))
     try:
         job = pool.submit("gone", None, LONG)
         wait_until(lambda: job.status == "running")
@@ -105,3 +107,73 @@ def test_closed_tabs_are_forgotten_after_their_ttl():
         assert pool.jobs_of("gone") == [] and pool.stats()["owners"] == 0
     finally:
         pool.shutdown()
+
+
+def test_one_key_one_training_however_many_ask(pool):
+    first = pool.submit("a", None, QUICK)
+    second = pool.submit("b", None, QUICK)  # the same run: attaches
+    assert second is first and first.watchers <= {"a", "b"}
+    assert first.wait(60).status == "finished"
+    third = pool.submit("c", None, QUICK)  # finished: at once, no training
+    assert third is first and third.view("c").status == "finished"
+    assert pool.stats()["trainings"] == 1
+    for owner in "abc":
+        assert pool.jobs_of(owner) == [first]
+    assert pool.jobs_of("d") == [] and pool.get("d", first.id) is None
+
+
+def test_stop_by_one_of_two_watchers_detaches_only_that_one(pool):
+    job = pool.submit("a", None, LONG)
+    assert pool.submit("b", None, LONG) is job
+    wait_until(lambda: job.status == "running" and job.view().step > 2)
+    assert pool.stop("a", job.id)
+    assert job.view("a").status == "stopped"  # for a: stopped watching
+    assert job.view("b").status == "running" and job.status == "running"
+    time.sleep(0.2)
+    assert job.status == "running" and job.view("b").watchers == 1
+    assert pool.stop("b", job.id)  # the last watcher: the run stops
+    assert job.wait(30).status == "stopped"
+    again = pool.submit("c", None, LONG)  # a stopped run is not shared: it trains anew
+    assert again is not job
+    wait_until(lambda: pool.stats()["trainings"] == 2)
+    pool.stop("c", again.id)
+
+
+def test_a_restarted_server_serves_finished_runs_from_the_store(tmp_path):
+    first = JobPool(workers=1, store=RunStore(tmp_path))
+    try:
+        trained = first.submit("a", None, QUICK).wait(60)
+        assert trained.status == "finished"
+    finally:
+        first.shutdown()
+    second = JobPool(workers=1, store=RunStore(tmp_path))  # a new server process
+    try:
+        job = second.submit("b", None, QUICK)
+        assert job.status == "finished" and job.key == trained.key
+        assert second.stats()["trainings"] == 0
+        assert job.run.history == trained.run.history
+        assert second.open("c", trained.key) is job
+        assert second.open("c", "0" * 32) is None
+    finally:
+        second.shutdown()
+
+
+def test_open_reattaches_to_a_live_run(pool):
+    job = pool.submit("a", None, LONG)
+    wait_until(lambda: job.status == "running")
+    assert pool.open("a-after-reload", job.key) is job
+    assert job.view("a-after-reload").status == "running" and len(job.watchers) == 2
+    for owner in ("a", "a-after-reload"):
+        pool.stop(owner, job.id)
+    assert job.wait(30).status == "stopped"
+
+
+def test_the_pattern_figure_is_drawn_at_evaluations_and_shared(pool):
+    job = pool.submit("a", None, TrainConfig(task="reverse", steps=30, eval_every=10))
+    assert job.wait(60).status == "finished"
+    view = job.view("a")
+    assert view.pattern.title == "Attention by position alone"
+    assert pool.submit("b", None, TrainConfig(task="reverse", steps=30, eval_every=10)).view(
+        "b").pattern is view.pattern  # one figure, not one per session
+    modular = pool.submit("a", None, TrainConfig(task="modular", steps=20)).wait(60)
+    assert modular.view("a").pattern.title == "Cosine similarity of the rows"

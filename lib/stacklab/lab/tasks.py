@@ -45,6 +45,9 @@ class Task:
     # The preset's target_accuracy: every preset reaches 100% held out well before `steps`
     # (seeds 0-2), so a preset run stops there and `steps` is only its ceiling.
     target_accuracy: float | None = 1.0
+    # The title of the run figure (`stacklab.lab.figures.FIGURES`) where the pattern shows:
+    # the Train page draws it as it forms.
+    pattern_figure: str = "Cosine similarity of the rows"
 
     def n_classes(self, seq_len: int) -> int:
         return self.classes_for(self.vocab, seq_len)
@@ -130,6 +133,7 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         classes_for=lambda vocab, T: vocab,
         steps=400,
         mixing=True,
+        pattern_figure="Attention by position alone",
     ),
     Task(
         name="shift",
@@ -144,6 +148,7 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         classes_for=lambda vocab, T: vocab,
         steps=400,
         mixing=True,
+        pattern_figure="Attention by position alone",
     ),
     Task(
         name="sort",

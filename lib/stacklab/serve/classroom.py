@@ -8,7 +8,8 @@ classroom ranges of the settings table for what a link may ask.
 
 PARAM_BUDGET_BYTES = 256 << 20  # parameter bytes a classroom run may allocate
 ACTIVATION_BUDGET_BYTES = 1 << 30  # activation bytes of one training step
-RUNS_KEPT_PER_SESSION = 5  # finished runs kept per browser session, newest first
+RUNS_KEPT_PER_SESSION = 5  # runs a browser session can go back to, newest first
+FINISHED_RUNS_KEPT = 16  # finished runs kept in memory to share (all are in the run store)
 SESSION_TTL_SECONDS = 15 * 60  # a session that stops polling (a closed tab) is forgotten
 MAX_QUEUED_RUNS = 200  # runs waiting for a worker, over all sessions
 MAX_LINK_STACK_CHARS = 8_000  # longer links are refused by web servers (header limits)

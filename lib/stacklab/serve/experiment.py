@@ -109,7 +109,8 @@ class _ExperimentRules:
 
     def train_config(self, devices: Sequence[str]) -> TrainConfig:
         """The run this experiment asks for; a device this server lacks becomes ``auto``."""
-        values = {row.name: row.type(getattr(self, row.name)) for row in LINK_SETTINGS}
+        values = {row.name: None if getattr(self, row.name) is None
+                  else row.type(getattr(self, row.name)) for row in LINK_SETTINGS}
         if values["device"] not in devices:
             values["device"] = "auto"
         return TrainConfig(**values)

@@ -1,15 +1,24 @@
-"""A bounded pool of training workers shared by many browser sessions.
+"""A bounded pool of training workers shared by many browser sessions, one run per key.
 
-Pages never train inside their script: they `JobPool.submit` a job and poll `Job.view`.
-Jobs wait in one queue (each knows its place), at most ``workers`` run at once, a job
-that fails or diverges frees its worker and says why, and every job belongs to one
-owner (a browser session) that alone can see or stop it. Owners that stop polling (a
-closed tab) are forgotten after ``ttl_seconds``: their jobs are stopped and dropped.
+Pages never train inside their script: they `JobPool.submit` a run and poll `Job.view`.
+A run is known by its key (`stacklab.lab.keys`): a submit whose key is already queued or
+running **attaches** to that job, and one whose key has finished (in this pool, or in the
+run store on disk) gets the finished run at once. So thirty students pressing Train on
+one link cause one training.
 
->>> pool = JobPool(workers=1)
+Every session (an *owner*) sees only the jobs it asked for. A job ends early only when
+nobody who asked for it still watches: ``stop`` detaches the owner, and stops the run
+when it was the last watcher. Jobs wait in one queue (each knows its place), at most
+``workers`` run at once, and a job that fails or diverges frees its worker and says why.
+Owners that stop polling (a closed tab) are detached after ``ttl_seconds``.
+
+>>> import tempfile
+>>> pool = JobPool(workers=1, store=RunStore(tempfile.mkdtemp()))
 >>> job = pool.submit("me", None, TrainConfig(task="position", steps=20))
 >>> job.wait(timeout=60).status
 'finished'
+>>> pool.submit("you", None, TrainConfig(task="position", steps=20)) is job  # no new training
+True
 >>> pool.jobs_of("someone else")
 []
 >>> pool.shutdown()
@@ -20,27 +29,32 @@ from __future__ import annotations
 import ctypes
 import gc
 import itertools
+import logging
 import os
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 import torch
 
 from ..core.errors import StackError
+from ..lab.figures import RunFigure, pattern_figure, run_figures
+from ..lab.store import STORED_STATUSES, RunStore
 from ..lab.trainer import Run, Status, TrainConfig, Trainer
-from .classroom import (ACTIVATION_BUDGET_BYTES, MAX_QUEUED_RUNS, PARAM_BUDGET_BYTES,
-                        RUNS_KEPT_PER_SESSION, SESSION_TTL_SECONDS)
+from .classroom import (ACTIVATION_BUDGET_BYTES, FINISHED_RUNS_KEPT, MAX_QUEUED_RUNS,
+                        PARAM_BUDGET_BYTES, RUNS_KEPT_PER_SESSION, SESSION_TTL_SECONDS)
 
+log = logging.getLogger("stacklab.pool")
 
 
 @dataclass(frozen=True)
 class JobView:
-    """A consistent copy of a job's state for a page to draw."""
+    """A consistent copy of a job's state, as one owner sees it, for a page to draw."""
 
     id: int
-    status: Status
+    key: str
+    status: Status  # for an owner who stopped watching a run that goes on: stopped
     position: int | None  # 1-based place in the queue while queued
     step: int
     steps: int
@@ -48,6 +62,8 @@ class JobView:
     train_loss: tuple[tuple[int, float], ...]
     error: str | None
     seconds: float
+    watchers: int  # owners watching the run (a shared run has more than one)
+    pattern: RunFigure | None  # the task's pattern figure at the last evaluation
 
     @property
     def active(self) -> bool:
@@ -59,32 +75,67 @@ class JobView:
 
 
 class Job:
-    """One training run requested by one owner."""
+    """One training run (one key), watched by the owners who asked for it."""
 
-    def __init__(self, job_id: int, owner: str, trainer: Trainer):
+    def __init__(self, job_id: int, trainer: Trainer | None = None, run: Run | None = None):
+        """A job that will train with ``trainer``, or one whose ``run`` is already done."""
         self.id = job_id
-        self.owner = owner
+        self.key = trainer.key if trainer is not None else run.key
         self.trainer = trainer
-        self.status = Status.QUEUED
-        self.error: str | None = None
-        self.run: Run | None = None
-        self.started: float | None = None
-        self.ended: float | None = None
+        self.run: Run | None = run
+        self.status = Status.QUEUED if run is None else run.status
+        self.error: str | None = None if run is None else run.error
+        self.watchers: set[str] = set()  # owners who asked for it and still watch
+        self.pattern: RunFigure | None = None  # redrawn at each evaluation, shared
+        self.started: float | None = None if run is None else time.monotonic()
+        self.ended: float | None = self.started
         self._done = threading.Event()
         self._pool: JobPool | None = None
+        self._pattern_lock = threading.Lock()
+        self._figures: dict[str | None, list[RunFigure]] = {}  # node -> a finished run's figures
+        if trainer is not None:
+            trainer.add_callback("on_eval", self._draw_pattern)
+            trainer.add_callback("on_end", self._draw_pattern)
+        else:
+            self._done.set()
 
     @property
     def config(self) -> TrainConfig:
-        return self.trainer.config
+        return self.run.config if self.run is not None else self.trainer.config
 
-    def view(self) -> JobView:
-        run = self.trainer.run_state
-        if self.run is not None:
-            run = self.run
+    def _draw_pattern(self, run: Run) -> None:
+        """At an evaluation, in the training thread: the pattern figure of the model now."""
+        try:
+            self.pattern = pattern_figure(run)
+        except (RuntimeError, ValueError, StackError) as err:  # never end a run over a figure
+            log.warning("pattern figure of run %s: %s", self.key, err)
+
+    def pattern_now(self) -> RunFigure | None:
+        """The pattern figure; for a stored run it is drawn once, on first use, and shared."""
+        if self.pattern is None and self.run is not None and not self.status.active:
+            with self._pattern_lock:
+                if self.pattern is None:
+                    self._draw_pattern(self.run)
+        return self.pattern
+
+    def figures(self, node: str | None = None) -> list[RunFigure]:
+        """Every figure of the finished run (`run_figures`), drawn once per run and node and
+        shared by every session that views it."""
+        with self._pattern_lock:
+            if node not in self._figures:
+                self._figures[node] = run_figures(self.run, node)
+            return self._figures[node]
+
+    def view(self, owner: str | None = None) -> JobView:
+        run = self.run if self.run is not None else self.trainer.run_state
         position = self._pool.position(self) if self._pool and self.status == Status.QUEUED else None
+        status = self.status
+        if owner is not None and status.active and owner not in self.watchers:
+            status = Status.STOPPED  # this owner stopped watching; the run goes on for others
         return JobView(
             id=self.id,
-            status=self.status,
+            key=self.key,
+            status=status,
             position=position,
             step=run.step if run else 0,
             steps=self.config.steps,
@@ -92,6 +143,8 @@ class Job:
             train_loss=tuple(run.train_loss) if run else (),
             error=self.error,
             seconds=(self.ended or time.monotonic()) - (self.started or time.monotonic()),
+            watchers=len(self.watchers),
+            pattern=self.pattern_now(),
         )
 
     def wait(self, timeout: float | None = None) -> "Job":
@@ -110,12 +163,13 @@ def _release_memory() -> None:
 
 
 class JobPool:
-    """Runs training jobs on ``workers`` threads; see the module docstring."""
+    """Runs training jobs on ``workers`` threads, one job per run key; see the module docstring."""
 
     def __init__(self, workers: int | None = None, *, budget_bytes: int = PARAM_BUDGET_BYTES,
                  activation_budget_bytes: int = ACTIVATION_BUDGET_BYTES,
                  ttl_seconds: float = SESSION_TTL_SECONDS, max_queued: int = MAX_QUEUED_RUNS,
-                 threads_per_job: int | None = None, worker_nice: int = 0):
+                 threads_per_job: int | None = None, worker_nice: int = 0,
+                 store: RunStore | None = None):
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.threads_per_job = threads_per_job
         self.worker_nice = worker_nice
@@ -123,42 +177,64 @@ class JobPool:
         self.activation_budget_bytes = activation_budget_bytes
         self.ttl_seconds = ttl_seconds
         self.max_queued = max_queued
+        self.store = store if store is not None else RunStore()
         self._lock = threading.Condition()
         self._queue: deque[Job] = deque()
-        self._jobs: dict[str, list[Job]] = {}  # owner -> jobs, newest first
+        self._jobs: dict[str, list[Job]] = {}  # owner -> the jobs it asked for, newest first
         self._seen: dict[str, float] = {}  # owner -> last time it polled
+        self._live: dict[str, Job] = {}  # key -> its queued or running job
+        self._done: OrderedDict[str, Job] = OrderedDict()  # key -> finished job, newest last
         self._ids = itertools.count(1)
         self._threads: list[threading.Thread] = []
         self._closed = False
         self.running = 0
+        self.trainings = 0  # runs this pool has trained (attached and stored ones excluded)
 
     # -- used by pages --------------------------------------------------------------
 
     def submit(self, owner: str, source: str | None, config: TrainConfig) -> Job:
-        """Queue a run; raises `StackError` at once if the stack or a setting is wrong.
+        """The job of this run for ``owner``: a running one with its key (attached), a
+        finished one (at once), or a new one in the queue. Raises `StackError` at once if
+        the stack or a setting is wrong.
 
-        An owner has at most one active job: submitting again stops the previous one.
+        An owner watches at most one active job: submitting another detaches it from the
+        previous one (which stops if nobody else watches it).
         """
         trainer = self.check(source, config)
         with self._lock:
             self._forget_idle_locked()
             if self._closed:
                 raise StackError("E_BUDGET", "the server is shutting down", hint="try again later")
-            if len(self._queue) >= self.max_queued:
-                raise StackError("E_BUDGET", f"{len(self._queue)} runs are already waiting",
-                                 hint="wait for a few runs to finish, then press Train again")
-            for job in self._jobs.get(owner, []):
-                if job.status.active:
-                    self._stop_locked(job)
-            job = Job(next(self._ids), owner, trainer)
-            job._pool = self
-            jobs = self._jobs.setdefault(owner, [])
-            jobs.insert(0, job)
-            del jobs[RUNS_KEPT_PER_SESSION:]
-            self._seen[owner] = time.monotonic()
-            self._queue.append(job)
-            self._start_workers_locked()
-            self._lock.notify()
+            job = self._known_locked(trainer.key)
+        if job is None:
+            job = self._from_store(trainer.key)
+        with self._lock:
+            job = self._known_locked(trainer.key) or job  # another session may have won
+            if job is None:
+                if len(self._queue) >= self.max_queued:
+                    raise StackError("E_BUDGET", f"{len(self._queue)} runs are already waiting",
+                                     hint="wait for a few runs to finish, then press Train again")
+                job = Job(next(self._ids), trainer=trainer)
+                job._pool = self
+                self._live[job.key] = job
+                self._queue.append(job)
+                self._start_workers_locked()
+                self._lock.notify()
+            self._give_locked(owner, job)
+        return job
+
+    def open(self, owner: str, key: str) -> Job | None:
+        """Attach ``owner`` to the run ``key`` (live, finished here, or in the store): a
+        reload or a link with ``run=KEY``. None when no run has that key."""
+        with self._lock:
+            job = self._known_locked(key)
+        if job is None:
+            job = self._from_store(key)
+        if job is None:
+            return None
+        with self._lock:
+            job = self._known_locked(key) or job
+            self._give_locked(owner, job)
         return job
 
     def check(self, source: str | None, config: TrainConfig) -> Trainer:
@@ -167,12 +243,13 @@ class JobPool:
                        activation_budget_bytes=self.activation_budget_bytes)
 
     def stop(self, owner: str, job_id: int) -> bool:
-        """Stop one of ``owner``'s jobs (a queued one never starts); False if not theirs."""
+        """Stop watching one of ``owner``'s jobs; the run itself stops (a queued one never
+        starts) when nobody else watches it. False if the job is not theirs."""
         with self._lock:
             job = self._find(owner, job_id)
             if job is None:
                 return False
-            self._stop_locked(job)
+            self._detach_locked(owner, job)
             return True
 
     def get(self, owner: str, job_id: int) -> Job | None:
@@ -198,10 +275,10 @@ class JobPool:
     def stats(self) -> dict:
         with self._lock:
             return {"workers": self.workers, "running": self.running, "queued": len(self._queue),
-                    "owners": len(self._jobs)}
+                    "owners": len(self._jobs), "trainings": self.trainings}
 
     def forget_idle(self, now: float | None = None) -> int:
-        """Stop and drop the jobs of owners that have not polled for ``ttl_seconds``."""
+        """Detach and drop the owners that have not polled for ``ttl_seconds``."""
         with self._lock:
             return self._forget_idle_locked(time.monotonic() if now is None else now)
 
@@ -209,9 +286,9 @@ class JobPool:
         """Stop every job and end the workers."""
         with self._lock:
             self._closed = True
-            for jobs in self._jobs.values():
-                for job in jobs:
-                    self._stop_locked(job)
+            for job in list(self._live.values()):
+                job.watchers.clear()
+                self._stop_locked(job)
             self._lock.notify_all()
         for thread in self._threads:
             thread.join(timeout)
@@ -221,6 +298,53 @@ class JobPool:
     def _find(self, owner: str, job_id: int) -> Job | None:
         return next((j for j in self._jobs.get(owner, []) if j.id == job_id), None)
 
+    def _known_locked(self, key: str) -> Job | None:
+        """The live job of ``key``, or its finished job when that one can be shared."""
+        job = self._live.get(key)
+        if job is not None:
+            return job
+        job = self._done.get(key)
+        if job is not None and job.status in STORED_STATUSES:
+            self._done.move_to_end(key)
+            return job
+        return None
+
+    def _from_store(self, key: str) -> Job | None:
+        """A finished job from the run store (read outside the lock: it builds a model)."""
+        run = self.store.load(key)
+        if run is None:
+            return None
+        log.info("run %s from the store", key)
+        job = Job(next(self._ids), run=run)
+        with self._lock:
+            self._remember_locked(job)
+        return job
+
+    def _remember_locked(self, job: Job) -> None:
+        self._done[job.key] = job
+        self._done.move_to_end(job.key)
+        while len(self._done) > FINISHED_RUNS_KEPT:
+            self._done.popitem(last=False)
+
+    def _give_locked(self, owner: str, job: Job) -> None:
+        """``owner`` watches ``job`` (and no other active job)."""
+        for other in self._jobs.get(owner, []):
+            if other is not job and owner in other.watchers:
+                self._detach_locked(owner, other)
+        if job.status.active:
+            job.watchers.add(owner)
+        jobs = self._jobs.setdefault(owner, [])
+        if job in jobs:
+            jobs.remove(job)
+        jobs.insert(0, job)
+        del jobs[RUNS_KEPT_PER_SESSION:]
+        self._seen[owner] = time.monotonic()
+
+    def _detach_locked(self, owner: str, job: Job) -> None:
+        job.watchers.discard(owner)
+        if not job.watchers:
+            self._stop_locked(job)
+
     def _stop_locked(self, job: Job) -> None:
         if job.status == Status.QUEUED:
             try:
@@ -229,6 +353,7 @@ class JobPool:
                 pass
             job.status = Status.STOPPED
             job.ended = time.monotonic()
+            self._live.pop(job.key, None)
             job._done.set()
         elif job.status == Status.RUNNING:
             job.trainer.stop()
@@ -261,11 +386,16 @@ class JobPool:
                 job.status = Status.RUNNING
                 job.started = time.monotonic()
                 self.running += 1
+                self.trainings += 1
+            log.info("training run %s (task %s, %d steps)", job.key, job.config.task,
+                     job.config.steps)
             try:
                 run = job.trainer.run()
+                if run.status in STORED_STATUSES:
+                    self.store.save(run)
                 job.run = run
-                job.status = run.status
                 job.error = run.error
+                job.status = run.status
             except BaseException as err:  # noqa: BLE001 - a worker must survive any job
                 job.status = Status.FAILED
                 job.error = f"{type(err).__name__}: {err}"
@@ -273,6 +403,10 @@ class JobPool:
                 with self._lock:
                     self.running -= 1
                     job.ended = time.monotonic()
+                    self._live.pop(job.key, None)
+                    if job.status in STORED_STATUSES:
+                        self._remember_locked(job)
+                    job.watchers.clear()
                     job._done.set()
 
     def _forget_idle_locked(self, now: float | None = None) -> int:
@@ -280,7 +414,8 @@ class JobPool:
         idle = [owner for owner, seen in self._seen.items() if now - seen > self.ttl_seconds]
         for owner in idle:
             for job in self._jobs.pop(owner, []):
-                self._stop_locked(job)
+                if owner in job.watchers:
+                    self._detach_locked(owner, job)
             del self._seen[owner]
         if idle:  # outside the lock: polls and submits never wait for a collection
             threading.Thread(target=_release_memory, name="stacklab-release", daemon=True).start()

@@ -180,6 +180,26 @@ FIGURES: tuple[FigureSpec, ...] = (
 )
 
 
+def _context(run, node: str | None) -> FigureContext:
+    nodes = run.position_nodes
+    return FigureContext(run, node if node in nodes else (nodes[0] if nodes else None))
+
+
+def pattern_figure(run, node: str | None = None) -> RunFigure | None:
+    """The figure where the run's task shows its pattern (``Task.pattern_figure``), drawn
+    from the model as it is now, so a page can show it forming; the cosine map when that
+    figure does not apply (no attention after the table); None without a position table."""
+    ctx = _context(run, node)
+    if ctx.node is None:
+        return None
+    wanted = (run.task.pattern_figure, "Cosine similarity of the rows")
+    for title in wanted:
+        spec = next(s for s in FIGURES if s.title == title)
+        if spec.applies(ctx):
+            return RunFigure(spec.title, spec.caption(ctx), spec.draw(ctx))
+    return None
+
+
 def run_figures(run, node: str | None = None) -> list[RunFigure]:
     """Every figure of `FIGURES` that applies to ``run``, in reading order, for ``node``
     (default: its first position table).
@@ -187,7 +207,6 @@ def run_figures(run, node: str | None = None) -> list[RunFigure]:
     With no learned position table only the training curves remain; the attention maps
     need an attention after the table; the length probe needs spare rows past T.
     """
-    nodes = run.position_nodes
-    ctx = FigureContext(run, node if node in nodes else (nodes[0] if nodes else None))
+    ctx = _context(run, node)
     return [RunFigure(spec.title, spec.caption(ctx), spec.draw(ctx)) for spec in FIGURES
             if (ctx.node is not None or not spec.needs_table) and spec.applies(ctx)]
