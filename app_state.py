@@ -8,6 +8,7 @@ it and write back to it in their ``on_change`` callbacks.
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from dataclasses import replace
@@ -27,10 +28,22 @@ JOB = "job"  # the id of the session's current job in the pool
 RUN_KEY = "run_key"  # that job's run key, mirrored in the URL as run=KEY
 
 
+def _log_to_stderr() -> None:
+    """The library's log lines (a run trained, a run from the store, a damaged store entry)
+    in the server's output, once."""
+    logger = logging.getLogger("stacklab")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+
+
 @st.cache_resource
 def pool() -> JobPool:
     """The server's training pool: one worker per CPU core, each torch op on one thread,
     training at a lower priority than page scripts (classroom budgets are the pool's default)."""
+    _log_to_stderr()
     return JobPool(workers=int(os.environ.get("STACKLAB_WORKERS", os.cpu_count() or 1)),
                    ttl_seconds=float(os.environ.get("STACKLAB_SESSION_TTL", SESSION_TTL_SECONDS)),
                    threads_per_job=1, worker_nice=10)

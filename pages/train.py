@@ -97,11 +97,17 @@ def shared_note(now) -> str:
     return f" — shared with {others} other session{'s' * (others != 1)}" if others > 0 else ""
 
 
-# Poll often while running, seldom while queued (a classroom has many queued runs).
-POLL_SECONDS = {Status.RUNNING: 1.0, Status.QUEUED: 2.0}
+def poll_seconds(view) -> float | None:
+    """Poll often while a run trains, seldom while it waits (a classroom has many queued
+    runs), and less often for a run that many sessions watch (each poll is a script run)."""
+    if view is None or not view.active:
+        return None
+    if view.status == Status.QUEUED:
+        return 2.0
+    return 0.5 if view.watchers <= 4 else 1.0
 
 
-@st.fragment(run_every=POLL_SECONDS.get(view.status) if view else None)
+@st.fragment(run_every=poll_seconds(view))
 def status_panel():
     current = app_state.current_job()
     if current is None:

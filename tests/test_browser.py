@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -50,14 +51,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+SERVER_LOG = Path(tempfile.mkdtemp(prefix="stacklab-browser-")) / "server.log"
+
+
 @pytest.fixture(scope="module")
 def server():
     port = _free_port()
-    env = {**os.environ, "STACKLAB_WORKERS": "2"}
+    env = {**os.environ, "STACKLAB_WORKERS": "2",
+           "STACKLAB_RUNS": str(SERVER_LOG.parent / "runs")}  # a fresh run store
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
          str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        cwd=ROOT, env=env, stdout=SERVER_LOG.open("w"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -126,3 +131,32 @@ def test_reference_link_shows_the_parameter_count(server, browser):
               "&input=B,12&input_dtype=int64")
     page.get_by_text("Parameters: 8,580").first.wait_for(timeout=30_000)
     page.close()
+
+
+def test_two_students_on_one_link_share_one_training(server, browser):
+    """The teacher's link in two browser sessions: one training serves both, the heatmap
+    forms on the Train page, and the run's key in the URL opens it in a third session."""
+    link = f"{server}/train?" + urlencode({"task": "reverse", "seed": 77, "steps": 400})
+    students = [browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+                for _ in range(2)]
+    for page in students:
+        page.goto(link)
+        page.get_by_role("button", name="Train", exact=True).wait_for(timeout=30_000)
+    for page in students:
+        page.get_by_role("button", name="Train", exact=True).click()
+    keys = set()
+    for page in students:
+        page.get_by_text("Status: finished").wait_for(timeout=120_000)
+        page.get_by_text("Attention by position alone", exact=True).wait_for(timeout=30_000)
+        assert page.locator(".js-plotly-plot").count() >= 2  # the curves and the heatmap
+        page.wait_for_function("() => window.location.search.includes('run=')", timeout=10_000)
+        keys.add(page.evaluate("new URLSearchParams(window.location.search).get('run')"))
+    assert len(keys) == 1
+    [key] = keys
+    assert SERVER_LOG.read_text().count(f"training run {key}") == 1  # one training for both
+    fresh = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    fresh.goto(f"{server}/explore?run={key}")
+    fresh.get_by_text("Gradient per row").first.wait_for(timeout=60_000)
+    assert fresh.get_by_text("Attention by position alone").count() >= 1
+    for page in [*students, fresh]:
+        page.context.close()

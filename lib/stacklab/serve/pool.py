@@ -86,7 +86,9 @@ class Job:
         self.status = Status.QUEUED if run is None else run.status
         self.error: str | None = None if run is None else run.error
         self.watchers: set[str] = set()  # owners who asked for it and still watch
-        self.pattern: RunFigure | None = None  # redrawn at each evaluation, shared
+        self.pattern: RunFigure | None = None  # the task's pattern figure, shared by watchers
+        self._pattern_step = -1  # the evaluation it shows
+        self._evaluated = -1 if run is None else run.step  # the newest evaluation
         self.started: float | None = None if run is None else time.monotonic()
         self.ended: float | None = self.started
         self._done = threading.Event()
@@ -94,8 +96,8 @@ class Job:
         self._pattern_lock = threading.Lock()
         self._figures: dict[str | None, list[RunFigure]] = {}  # node -> a finished run's figures
         if trainer is not None:
-            trainer.add_callback("on_eval", self._draw_pattern)
-            trainer.add_callback("on_end", self._draw_pattern)
+            trainer.add_callback("on_eval", self._note_evaluation)
+            trainer.add_callback("on_end", self._note_evaluation)
         else:
             self._done.set()
 
@@ -103,19 +105,26 @@ class Job:
     def config(self) -> TrainConfig:
         return self.run.config if self.run is not None else self.trainer.config
 
-    def _draw_pattern(self, run: Run) -> None:
-        """At an evaluation, in the training thread: the pattern figure of the model now."""
-        try:
-            self.pattern = pattern_figure(run)
-        except (RuntimeError, ValueError, StackError) as err:  # never end a run over a figure
-            log.warning("pattern figure of run %s: %s", self.key, err)
+    def _note_evaluation(self, run: Run) -> None:
+        """In the training thread, at each evaluation: only note it (the figure is drawn when
+        someone looks, so a run nobody watches pays nothing for it)."""
+        if run.history:
+            self._evaluated = run.history[-1]["step"]
 
     def pattern_now(self) -> RunFigure | None:
-        """The pattern figure; for a stored run it is drawn once, on first use, and shared."""
-        if self.pattern is None and self.run is not None and not self.status.active:
-            with self._pattern_lock:
-                if self.pattern is None:
-                    self._draw_pattern(self.run)
+        """The task's pattern figure at the newest evaluation: drawn at most once per
+        evaluation, when a page first asks, and shared by everyone watching the run."""
+        run = self.run if self.run is not None else (self.trainer.run_state if self.trainer else None)
+        if run is None or self._evaluated == self._pattern_step:
+            return self.pattern
+        with self._pattern_lock:
+            due = self._evaluated
+            if due != self._pattern_step:
+                try:
+                    self.pattern = pattern_figure(run)
+                except (RuntimeError, ValueError, StackError) as err:  # a figure never ends a run
+                    log.warning("pattern figure of run %s: %s", self.key, err)
+                self._pattern_step = due
         return self.pattern
 
     def figures(self, node: str | None = None) -> list[RunFigure]:
@@ -391,11 +400,13 @@ class JobPool:
                      job.config.steps)
             try:
                 run = job.trainer.run()
-                if run.status in STORED_STATUSES:
-                    self.store.save(run)
+                log.info("run %s %s: %d steps in %.2f s (%.0f steps/s)", job.key, run.status,
+                         run.step, run.seconds, run.step / max(run.seconds, 1e-9))
                 job.run = run
                 job.error = run.error
-                job.status = run.status
+                job.status = run.status  # pages show it now; the store write follows
+                if run.status in STORED_STATUSES:
+                    self.store.save(run)
             except BaseException as err:  # noqa: BLE001 - a worker must survive any job
                 job.status = Status.FAILED
                 job.error = f"{type(err).__name__}: {err}"
