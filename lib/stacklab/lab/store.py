@@ -121,6 +121,30 @@ class RunStore:
         self.evict(keep=run.key)
         return final
 
+    def save_private(self, run) -> Path:
+        """Write ``run`` (whatever its status) to a private folder of the store, for one
+        reader to take back (`take_private`): how a stopped run leaves a worker process."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        folder = self.root / f".private-{run.key}-{uuid.uuid4().hex[:8]}"
+        folder.mkdir()
+        _write_run(folder, run)
+        return folder
+
+    def take_private(self, folder: str | Path, device: str | None = "cpu") -> Run | None:
+        """The run in a private folder written by `save_private`; the folder is removed."""
+        folder = Path(folder)
+        name = folder.name
+        if folder.parent != self.root or not name.startswith(".private-"):
+            return None
+        try:
+            return _read_run(folder, name.split("-")[1], device)
+        except Exception as err:  # noqa: BLE001 - damage means: no run
+            log.warning("ignoring the private run folder %s: %s: %s", name, type(err).__name__,
+                        err)
+            return None
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
     def evict(self, keep: str | None = None) -> list[str]:
         """Remove least recently used runs until the store fits ``max_bytes``."""
         removed = []
@@ -140,7 +164,7 @@ class RunStore:
 
     def _clear_stale_tmp(self) -> None:
         now = time.time()
-        for path in self.root.glob(".tmp-*"):
+        for path in [*self.root.glob(".tmp-*"), *self.root.glob(".private-*")]:
             try:
                 if now - path.stat().st_mtime > _STALE_TMP_SECONDS:
                     shutil.rmtree(path, ignore_errors=True)

@@ -9,7 +9,9 @@ one link cause one training.
 Every session (an *owner*) sees only the jobs it asked for. A job ends early only when
 nobody who asked for it still watches: ``stop`` detaches the owner, and stops the run
 when it was the last watcher. Jobs wait in one queue (each knows its place), at most
-``workers`` run at once, and a job that fails or diverges frees its worker and says why.
+``workers`` run at once, each in a process of its own (`stacklab.serve.worker`), so a
+crash, an out-of-memory kill or a SIGKILL fails only that run; a job that fails or
+diverges frees its worker and says why.
 Owners that stop polling (a closed tab) are detached after ``ttl_seconds``.
 
 >>> import tempfile
@@ -30,22 +32,28 @@ import ctypes
 import gc
 import itertools
 import logging
+import multiprocessing
 import os
 import threading
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
-import torch
+import plotly.io
 
 from ..core.errors import StackError
 from ..lab.figures import RunFigure, pattern_figure, run_figures
 from ..lab.store import STORED_STATUSES, RunStore
 from ..lab.trainer import Run, Status, TrainConfig, Trainer
+from . import worker
 from .classroom import (ACTIVATION_BUDGET_BYTES, FINISHED_RUNS_KEPT, MAX_QUEUED_RUNS,
                         PARAM_BUDGET_BYTES, RUNS_KEPT_PER_SESSION, SESSION_TTL_SECONDS)
 
 log = logging.getLogger("stacklab.pool")
+
+# Training runs in processes forked from a server that has torch and stacklab loaded.
+_PROCESSES = multiprocessing.get_context("forkserver")
+_PROCESSES.set_forkserver_preload(worker.PRELOAD)
 
 
 @dataclass(frozen=True)
@@ -81,50 +89,61 @@ class Job:
         """A job that will train with ``trainer``, or one whose ``run`` is already done."""
         self.id = job_id
         self.key = trainer.key if trainer is not None else run.key
-        self.trainer = trainer
-        self.run: Run | None = run
+        self.trainer = trainer  # checked here; the training itself runs in a worker process
+        self.run: Run | None = run  # the whole run, once it has ended
         self.status = Status.QUEUED if run is None else run.status
         self.error: str | None = None if run is None else run.error
         self.watchers: set[str] = set()  # owners who asked for it and still watch
+        # live progress, as the worker process reports it
+        self.step = 0 if run is None else run.step
+        self.history: list[dict] = [] if run is None else list(run.history)
+        self.train_loss: list[tuple[int, float]] = [] if run is None else list(run.train_loss)
+        self._pattern_json: tuple[str, str, str] | None = None  # (title, caption, plotly JSON)
         self.pattern: RunFigure | None = None  # the task's pattern figure, shared by watchers
-        self._pattern_step = -1  # the evaluation it shows
-        self._evaluated = -1 if run is None else run.step  # the newest evaluation
+        self._pattern_drawn: object = None  # what `pattern` was made from
         self.started: float | None = None if run is None else time.monotonic()
         self.ended: float | None = self.started
+        self.stop_event = None  # set by the pool to ask the worker process to stop
+        self.process = None  # the worker process while it trains
         self._done = threading.Event()
         self._pool: JobPool | None = None
         self._pattern_lock = threading.Lock()
         self._figures: dict[str | None, list[RunFigure]] = {}  # node -> a finished run's figures
-        if trainer is not None:
-            trainer.add_callback("on_eval", self._note_evaluation)
-            trainer.add_callback("on_end", self._note_evaluation)
-        else:
+        if run is not None:
             self._done.set()
 
     @property
     def config(self) -> TrainConfig:
         return self.run.config if self.run is not None else self.trainer.config
 
-    def _note_evaluation(self, run: Run) -> None:
-        """In the training thread, at each evaluation: only note it (the figure is drawn when
-        someone looks, so a run nobody watches pays nothing for it)."""
-        if run.history:
-            self._evaluated = run.history[-1]["step"]
+    def report(self, message: tuple) -> None:
+        """Take one progress message of the worker process (see `stacklab.serve.worker`)."""
+        if message[0] == "step":
+            _, self.step, loss = message
+        elif message[0] == "eval":
+            _, self.step, entry, losses, pattern = message
+            self.train_loss.extend(tuple(item) for item in losses)
+            self.history.append(entry)
+            if pattern is not None:
+                self._pattern_json = pattern
 
     def pattern_now(self) -> RunFigure | None:
-        """The task's pattern figure at the newest evaluation: drawn at most once per
-        evaluation, when a page first asks, and shared by everyone watching the run."""
-        run = self.run if self.run is not None else (self.trainer.run_state if self.trainer else None)
-        if run is None or self._evaluated == self._pattern_step:
+        """The task's pattern figure at the newest evaluation that has one: rebuilt at most
+        once per evaluation, when a page first asks, and shared by everyone watching."""
+        source = self.run if self.run is not None and not self.status.active else self._pattern_json
+        if source is None or source is self._pattern_drawn:
             return self.pattern
         with self._pattern_lock:
-            due = self._evaluated
-            if due != self._pattern_step:
+            if source is not self._pattern_drawn:
                 try:
-                    self.pattern = pattern_figure(run)
+                    if isinstance(source, tuple):
+                        title, caption, figure = source
+                        self.pattern = RunFigure(title, caption, plotly.io.from_json(figure))
+                    else:
+                        self.pattern = pattern_figure(source)
                 except (RuntimeError, ValueError, StackError) as err:  # a figure never ends a run
                     log.warning("pattern figure of run %s: %s", self.key, err)
-                self._pattern_step = due
+                self._pattern_drawn = source
         return self.pattern
 
     def figures(self, node: str | None = None) -> list[RunFigure]:
@@ -136,7 +155,6 @@ class Job:
             return self._figures[node]
 
     def view(self, owner: str | None = None) -> JobView:
-        run = self.run if self.run is not None else self.trainer.run_state
         position = self._pool.position(self) if self._pool and self.status == Status.QUEUED else None
         status = self.status
         if owner is not None and status.active and owner not in self.watchers:
@@ -146,10 +164,10 @@ class Job:
             key=self.key,
             status=status,
             position=position,
-            step=run.step if run else 0,
+            step=self.step,
             steps=self.config.steps,
-            history=tuple(run.history) if run else (),
-            train_loss=tuple(run.train_loss) if run else (),
+            history=tuple(self.history),
+            train_loss=tuple(self.train_loss),
             error=self.error,
             seconds=(self.ended or time.monotonic()) - (self.started or time.monotonic()),
             watchers=len(self.watchers),
@@ -172,7 +190,8 @@ def _release_memory() -> None:
 
 
 class JobPool:
-    """Runs training jobs on ``workers`` threads, one job per run key; see the module docstring."""
+    """Runs training jobs, one per run key, at most ``workers`` at once, each in a worker
+    process; see the module docstring."""
 
     def __init__(self, workers: int | None = None, *, budget_bytes: int = PARAM_BUDGET_BYTES,
                  activation_budget_bytes: int = ACTIVATION_BUDGET_BYTES,
@@ -364,8 +383,8 @@ class JobPool:
             job.ended = time.monotonic()
             self._live.pop(job.key, None)
             job._done.set()
-        elif job.status == Status.RUNNING:
-            job.trainer.stop()
+        elif job.status == Status.RUNNING and job.stop_event is not None:
+            job.stop_event.set()  # the worker process stops after its current step
 
     def _start_workers_locked(self) -> None:
         while len(self._threads) < self.workers:
@@ -375,15 +394,6 @@ class JobPool:
             thread.start()
 
     def _work(self) -> None:
-        if self.threads_per_job:
-            # OpenMP's thread count is per calling thread: set it in the worker itself
-            torch.set_num_threads(self.threads_per_job)
-        if self.worker_nice:
-            # Training yields the CPU to page scripts: a busy classroom stays responsive.
-            try:
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.worker_nice)
-            except (OSError, AttributeError):
-                pass
         while True:
             with self._lock:
                 while not self._queue and not self._closed:
@@ -394,19 +404,13 @@ class JobPool:
                 job = self._queue.popleft()
                 job.status = Status.RUNNING
                 job.started = time.monotonic()
+                job.stop_event = _PROCESSES.Event()
                 self.running += 1
                 self.trainings += 1
             log.info("training run %s (task %s, %d steps)", job.key, job.config.task,
                      job.config.steps)
             try:
-                run = job.trainer.run()
-                log.info("run %s %s: %d steps in %.2f s (%.0f steps/s)", job.key, run.status,
-                         run.step, run.seconds, run.step / max(run.seconds, 1e-9))
-                job.run = run
-                job.error = run.error
-                job.status = run.status  # pages show it now; the store write follows
-                if run.status in STORED_STATUSES:
-                    self.store.save(run)
+                self._train(job)
             except BaseException as err:  # noqa: BLE001 - a worker must survive any job
                 job.status = Status.FAILED
                 job.error = f"{type(err).__name__}: {err}"
@@ -414,11 +418,60 @@ class JobPool:
                 with self._lock:
                     self.running -= 1
                     job.ended = time.monotonic()
+                    job.process = None
                     self._live.pop(job.key, None)
                     if job.status in STORED_STATUSES:
                         self._remember_locked(job)
                     job.watchers.clear()
                     job._done.set()
+
+    def _train(self, job: Job) -> None:
+        """Train ``job`` in a worker process; relay its progress; take its run when it ends."""
+        reader, writer = _PROCESSES.Pipe(duplex=False)
+        budgets = {"budget_bytes": self.budget_bytes,
+                   "activation_budget_bytes": self.activation_budget_bytes}
+        process = _PROCESSES.Process(
+            target=worker.train, name=f"stacklab-run-{job.key[:12]}", daemon=True,
+            args=(writer, job.stop_event, job.trainer.source, job.config, budgets,
+                  str(self.store.root), self.store.max_bytes, self.threads_per_job,
+                  self.worker_nice))
+        process.start()
+        writer.close()
+        job.process = process
+        done = None
+        try:
+            while done is None:
+                if reader.poll(0.25):
+                    message = reader.recv()
+                    if message[0] == "done":
+                        done = message
+                    else:
+                        job.report(message)
+                elif not process.is_alive() and not reader.poll():
+                    break
+        except (EOFError, OSError):
+            pass  # the process went away mid-message
+        finally:
+            reader.close()
+            process.join(timeout=30)
+        if done is None:
+            code = process.exitcode
+            why = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+            if code == -9:
+                why += ", as the system does when memory runs out"
+            job.error = f"the training process ended unexpectedly ({why})"
+            job.status = Status.FAILED
+            log.warning("run %s failed: %s", job.key, job.error)
+            return
+        _, status, error, folder = done
+        run = self.store.load(job.key) if folder is None else self.store.take_private(folder)
+        if run is not None:
+            job.run, job.step = run, run.step
+            job.history, job.train_loss = list(run.history), list(run.train_loss)
+            log.info("run %s %s: %d steps in %.2f s (%.0f steps/s)", job.key, status, run.step,
+                     run.seconds, run.step / max(run.seconds, 1e-9))
+        job.error = error
+        job.status = Status(status)
 
     def _forget_idle_locked(self, now: float | None = None) -> int:
         now = time.monotonic() if now is None else now

@@ -1,0 +1,88 @@
+"""One training run in a process of its own, reporting back to the pool over a pipe.
+
+The server's threads share one interpreter lock: a training loop in a server thread waits
+for it after every torch op while thirty sessions' page scripts hold it, and a crash or
+an out-of-memory kill in torch would take the whole server down. So each run trains in a
+child process, forked from a server that has already imported torch and stacklab
+(``forkserver`` with those modules preloaded), and tells the pool what happens:
+
+- ``("step", step, train_loss)``: progress, at most every `PROGRESS_SECONDS`;
+- ``("eval", step, entry, train_losses, pattern)``: a held-out evaluation, the batch
+  losses since the last message, and the task's pattern figure as plotly JSON (drawn at
+  most every `PATTERN_SECONDS`, and at the last evaluation);
+- ``("done", status, error, folder)``: the run ended; a finished or diverged run is in the
+  run store under its key, any other run in ``folder`` (a private folder of the store),
+  read back by the pool.
+
+The pool asks for a stop by setting an event, checked after every step.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+
+from ..lab.figures import pattern_figure
+from ..lab.store import STORED_STATUSES, RunStore
+from ..lab.trainer import Status, TrainConfig, Trainer
+
+PROGRESS_SECONDS = 0.1
+PATTERN_SECONDS = 0.25
+PRELOAD = ["torch", "stacklab.serve.worker"]  # imported once by the fork server
+
+
+def train(conn, stop, source: str | None, config: TrainConfig, budgets: dict, store_root: str,
+          store_max_bytes: int, threads: int | None, nice: int) -> None:
+    """The child's whole life: train, report, store. Runs in the child process."""
+    if threads:
+        torch.set_num_threads(threads)
+    if nice:
+        try:
+            os.nice(nice)  # page scripts win the CPU over training
+        except OSError:
+            pass
+    store = RunStore(store_root, max_bytes=store_max_bytes)
+    try:
+        trainer = Trainer(source, config, **budgets)
+        _report(trainer, conn, stop)
+        run = trainer.run()
+        kept = run.status in STORED_STATUSES and store.save(run) is not None
+        folder = None if kept else str(store.save_private(run))
+        conn.send(("done", str(run.status), run.error, folder))
+    except Exception as err:  # noqa: BLE001 - whatever happens, the pool hears why
+        conn.send(("done", str(Status.FAILED), f"{type(err).__name__}: {err}", None))
+    finally:
+        conn.close()
+
+
+def _report(trainer: Trainer, conn, stop) -> None:
+    """Hook the trainer's events to messages on ``conn`` and ``stop`` to `Trainer.stop`."""
+    clock = {"progress": 0.0, "pattern": 0.0, "losses": 0}
+
+    def on_batch_end(run) -> None:
+        if stop.is_set():
+            trainer.stop()
+        now = time.monotonic()
+        if now - clock["progress"] >= PROGRESS_SECONDS:
+            clock["progress"] = now
+            conn.send(("step", run.step, run.train_loss[-1] if run.train_loss else None))
+
+    def on_eval(run) -> None:
+        now = time.monotonic()
+        last = run.step >= run.config.steps or (
+            run.config.target_accuracy is not None
+            and run.history[-1]["accuracy"] >= run.config.target_accuracy)
+        pattern = None
+        if last or now - clock["pattern"] >= PATTERN_SECONDS:
+            clock["pattern"] = now
+            figure = pattern_figure(run)
+            if figure is not None:
+                pattern = (figure.title, figure.caption, figure.figure.to_json())
+        losses = run.train_loss[clock["losses"]:]
+        clock["losses"] = len(run.train_loss)
+        conn.send(("eval", run.step, run.history[-1], losses, pattern))
+
+    trainer.add_callback("on_batch_end", on_batch_end)
+    trainer.add_callback("on_eval", on_eval)
