@@ -180,6 +180,15 @@ class Job:
         return self
 
 
+def _warm_fork_server() -> None:
+    try:
+        process = _PROCESSES.Process(target=worker.ready, daemon=True)
+        process.start()
+        process.join(timeout=120)
+    except OSError:
+        pass  # the first run starts it instead
+
+
 def _release_memory() -> None:
     """Collect the forgotten runs and hand freed heap pages back to the system (glibc)."""
     gc.collect()
@@ -217,6 +226,9 @@ class JobPool:
         self._closed = False
         self.running = 0
         self.trainings = 0  # runs this pool has trained (attached and stored ones excluded)
+        # Start the fork server now (it imports torch once), not when the first student
+        # presses Train.
+        threading.Thread(target=_warm_fork_server, name="stacklab-warm", daemon=True).start()
 
     # -- used by pages --------------------------------------------------------------
 

@@ -33,6 +33,10 @@ PATTERN_SECONDS = 0.25
 PRELOAD = ["torch", "stacklab.serve.worker"]  # imported once by the fork server
 
 
+def ready() -> None:
+    """Nothing: a first process, so that the fork server is up (and torch imported) early."""
+
+
 def train(conn, stop, source: str | None, config: TrainConfig, budgets: dict, store_root: str,
           store_max_bytes: int, threads: int | None, nice: int) -> None:
     """The child's whole life: train, report, store. Runs in the child process."""
