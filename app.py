@@ -2,6 +2,8 @@
 
 import streamlit as st
 
+import app_state
+
 st.set_page_config(page_title="stacklab", page_icon=":material/layers:", layout="wide")
 
 navigation = st.navigation([
@@ -10,4 +12,5 @@ navigation = st.navigation([
     st.Page("pages/explore.py", title="Explore", icon=":material/insights:", url_path="explore"),
     st.Page("pages/catalog.py", title="Catalog", icon=":material/menu_book:", url_path="catalog"),
 ])
+app_state.pool()  # the first visit to any page starts the pool and its warmed fork server
 navigation.run()

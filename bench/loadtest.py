@@ -145,23 +145,18 @@ async def student(browser, url: str, delay: float, result: dict) -> None:
         await button.click()
         phases["clicked"] = time.monotonic() - opened
         result["status"] = "submitted"
-        while time.monotonic() - opened < 900:
-            ended = None
-            for word in ENDINGS:
-                if await page.get_by_text(f"Status: {word}").count():
-                    ended = word
-            if ended == "finished":
-                phases["finished_shown"] = time.monotonic() - opened
-                # the trained heatmap: the pattern figure's caption and its chart on screen
-                await page.get_by_text(PATTERN, exact=True).first.wait_for(timeout=120_000)
-                await page.locator(".js-plotly-plot").nth(1).wait_for(timeout=120_000)
-                result.update(status=ended, seconds=time.monotonic() - opened)
-                return
-            if ended:
-                result.update(status=ended)
-                return
-            await asyncio.sleep(0.25)
-        result["status"] = "timed out"
+        # one waiter per page (Playwright polls inside the page), not a query loop
+        ending = page.get_by_text(re.compile(r"Status: (" + "|".join(ENDINGS) + ")")).first
+        await ending.wait_for(timeout=900_000)
+        ended = next(w for w in ENDINGS if f"Status: {w}" in await ending.inner_text())
+        if ended == "finished":
+            phases["finished_shown"] = time.monotonic() - opened
+            # the trained heatmap: the pattern figure's caption and its chart on screen
+            await page.get_by_text(PATTERN, exact=True).first.wait_for(timeout=300_000)
+            await page.locator(".js-plotly-plot").nth(1).wait_for(timeout=300_000)
+            result.update(status=ended, seconds=time.monotonic() - opened)
+        else:
+            result.update(status=ended)
     except Exception as err:  # noqa: BLE001 - a load test reports, it does not stop
         result.update(status="error", error=f"{type(err).__name__}: {err}"[:300])
     finally:

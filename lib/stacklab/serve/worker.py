@@ -30,7 +30,8 @@ from ..lab.trainer import Status, TrainConfig, Trainer
 
 PROGRESS_SECONDS = 0.1
 PATTERN_SECONDS = 0.25
-PRELOAD = ["torch", "stacklab.serve.worker"]  # imported once by the fork server
+# Imported once by the fork server; `warmup` also runs two training steps there.
+PRELOAD = ["torch", "stacklab.serve.worker", "stacklab.serve.warmup"]
 
 
 def ready() -> None:
