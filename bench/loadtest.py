@@ -148,7 +148,8 @@ async def student(browser, url: str, delay: float, result: dict) -> None:
         # one waiter per page (Playwright polls inside the page), not a query loop
         ending = page.get_by_text(re.compile(r"Status: (" + "|".join(ENDINGS) + ")")).first
         await ending.wait_for(timeout=900_000)
-        ended = next(w for w in ENDINGS if f"Status: {w}" in await ending.inner_text())
+        text = await ending.inner_text()
+        ended = next(w for w in ENDINGS if f"Status: {w}" in text)
         if ended == "finished":
             phases["finished_shown"] = time.monotonic() - opened
             # the trained heatmap: the pattern figure's caption and its chart on screen
