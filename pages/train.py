@@ -66,6 +66,7 @@ def stop_training():
     job = app_state.current_job()
     if job is not None:
         pool.stop(owner, job.id)
+        st.session_state.pop(app_state.RUN_KEY, None)  # a reload must not re-attach
 
 
 job = app_state.current_job()

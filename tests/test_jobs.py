@@ -179,3 +179,15 @@ def test_the_pattern_figure_is_drawn_at_evaluations_and_shared(pool):
         "b").pattern is view.pattern  # one figure, not one per session
     modular = pool.submit("a", None, TrainConfig(task="modular", steps=20)).wait(60)
     assert modular.view("a").pattern.title == "Cosine similarity of the rows"
+
+
+def test_a_store_that_cannot_be_written_fails_the_run_with_a_reason(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    pool = JobPool(workers=1, store=RunStore(blocked / "runs"))
+    try:
+        job = pool.submit("a", None, QUICK).wait(60)
+        assert job.status == "failed" and "run store" in job.view().error
+        assert pool.submit("b", None, QUICK) is not job  # a failed run is not shared
+    finally:
+        pool.shutdown()

@@ -125,3 +125,18 @@ def test_the_store_root_and_size_come_from_the_environment(tmp_path, monkeypatch
     monkeypatch.setenv("STACKLAB_RUNS_MAX_BYTES", "12345")
     store = RunStore()
     assert store.root == tmp_path / "runs" and store.max_bytes == 12345
+
+
+def test_equal_numbers_give_equal_keys():
+    assert key_of(weight_decay=0) == key_of(weight_decay=0.0) == key_of(weight_decay=-0.0)
+    assert key_of(lr=1) == key_of(lr=1.0) and key_of(target_accuracy=1) == key_of(target_accuracy=1.0)
+
+
+def test_a_damaged_folder_does_not_block_its_key(tmp_path):
+    store = RunStore(tmp_path)
+    run = train(**QUICK)
+    store.save(run)
+    (tmp_path / run.key / "run.json").write_text("{damaged")
+    assert store.load(run.key) is None
+    assert store.save(run) == tmp_path / run.key  # written anew over the damaged folder
+    assert store.load(run.key).history == run.history

@@ -43,7 +43,8 @@ def run_key(network: Network, config: TrainConfig, device_kind: str | None = Non
         "input_shape": list(network.input_shape),
         "input_dtype": network.input_dtype,
         "dtype": network.dtype,
-        **{name: getattr(config, name) for name in SETTINGS if name != "device"},
+        **{name: _plain(row, getattr(config, name)) for name, row in SETTINGS.items()
+           if name != "device"},
         "device": device_kind or pick_device(config.device).type,  # cpu, cuda or mps
         "stacklab": __version__,
         "torch": torch.__version__,
@@ -55,3 +56,10 @@ def run_key(network: Network, config: TrainConfig, device_kind: str | None = Non
 def is_key(text: object) -> bool:
     """Whether ``text`` is written like a run key (32 lowercase hex digits)."""
     return isinstance(text, str) and bool(_KEY.match(text))
+
+
+def _plain(row, value):
+    """One spelling per value: 1 and 1.0 (and -0.0) hash alike for a float setting."""
+    if value is None or row.type is not float:
+        return value
+    return float(value) + 0.0  # + 0.0 turns -0.0 into 0.0

@@ -76,13 +76,22 @@ class RunStore:
         return self.root / key
 
     def __contains__(self, key: str) -> bool:
-        return is_key(key) and (self.root / key / "run.json").is_file()
+        try:
+            return is_key(key) and (self.root / key / "run.json").is_file()
+        except OSError:
+            return False
+
+    def touch(self, key: str) -> None:
+        """Count ``key`` as just used (a run served from memory), for eviction."""
+        if is_key(key):
+            _touch(self.root / key)
 
     def keys(self) -> list[str]:
         """Every stored key, least recently used first."""
-        if not self.root.is_dir():
+        try:
+            found = [p for p in self.root.iterdir() if is_key(p.name) and p.is_dir()]
+        except OSError:
             return []
-        found = [p for p in self.root.iterdir() if is_key(p.name) and p.is_dir()]
         return [p.name for p in sorted(found, key=_last_used)]
 
     def size(self) -> int:
@@ -100,8 +109,10 @@ class RunStore:
             return None
         final = self.path(run.key)
         if final.exists():
-            _touch(final)
-            return final
+            if self.load(run.key, device="cpu") is not None:
+                return final  # stored already (and now the most recently used)
+            damaged = self.root / f".tmp-damaged-{run.key}-{uuid.uuid4().hex[:8]}"
+            os.rename(final, damaged)  # a damaged folder must not block its key; cleared later
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f".tmp-{run.key}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
@@ -179,9 +190,9 @@ class RunStore:
         if not is_key(key):
             return None
         folder = self.root / key
-        if not (folder / "run.json").is_file():
-            return None
         try:
+            if not (folder / "run.json").is_file():
+                return None
             run = _read_run(folder, key, device)
         except Exception as err:  # noqa: BLE001 - any damage means: not a stored run
             log.warning("ignoring the stored run %s: %s: %s", key, type(err).__name__, err)

@@ -346,6 +346,7 @@ class JobPool:
         job = self._done.get(key)
         if job is not None and job.status in STORED_STATUSES:
             self._done.move_to_end(key)
+            self.store.touch(key)  # in use: last to be evicted
             return job
         return None
 
@@ -397,6 +398,8 @@ class JobPool:
             job._done.set()
         elif job.status == Status.RUNNING and job.stop_event is not None:
             job.stop_event.set()  # the worker process stops after its current step
+            if self._live.get(job.key) is job:
+                del self._live[job.key]  # a new Train press for this key trains anew
 
     def _start_workers_locked(self) -> None:
         while len(self._threads) < self.workers:
@@ -416,12 +419,12 @@ class JobPool:
                 job = self._queue.popleft()
                 job.status = Status.RUNNING
                 job.started = time.monotonic()
-                job.stop_event = _PROCESSES.Event()
                 self.running += 1
                 self.trainings += 1
             log.info("training run %s (task %s, %d steps)", job.key, job.config.task,
                      job.config.steps)
             try:
+                job.stop_event = _PROCESSES.Event()
                 self._train(job)
             except BaseException as err:  # noqa: BLE001 - a worker must survive any job
                 job.status = Status.FAILED
@@ -431,7 +434,8 @@ class JobPool:
                     self.running -= 1
                     job.ended = time.monotonic()
                     job.process = None
-                    self._live.pop(job.key, None)
+                    if self._live.get(job.key) is job:
+                        del self._live[job.key]
                     if job.status in STORED_STATUSES:
                         self._remember_locked(job)
                     job.watchers.clear()
@@ -447,11 +451,11 @@ class JobPool:
             args=(writer, job.stop_event, job.trainer.source, job.config, budgets,
                   str(self.store.root), self.store.max_bytes, self.threads_per_job,
                   self.worker_nice))
-        process.start()
-        writer.close()
-        job.process = process
         done = None
         try:
+            process.start()
+            writer.close()
+            job.process = process
             while done is None:
                 if reader.poll(0.25):
                     message = reader.recv()
@@ -465,7 +469,12 @@ class JobPool:
             pass  # the process went away mid-message
         finally:
             reader.close()
-            process.join(timeout=30)
+            writer.close()
+            if process.pid is not None:
+                process.join(timeout=30)
+                if process.is_alive():
+                    process.kill()
+                    process.join(timeout=10)
         if done is None:
             code = process.exitcode
             why = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
@@ -477,6 +486,12 @@ class JobPool:
             return
         _, status, error, folder = done
         run = self.store.load(job.key) if folder is None else self.store.take_private(folder)
+        if run is None and status != str(Status.FAILED):
+            job.error = ("the run trained but could not be read back from the run store "
+                         f"({self.store.root}); see the server's log")
+            job.status = Status.FAILED
+            log.warning("run %s: %s", job.key, job.error)
+            return
         if run is not None:
             job.run, job.step = run, run.step
             job.history, job.train_loss = list(run.history), list(run.train_loss)

@@ -41,8 +41,7 @@ def ready() -> None:
 def train(conn, stop, source: str | None, config: TrainConfig, budgets: dict, store_root: str,
           store_max_bytes: int, threads: int | None, nice: int) -> None:
     """The child's whole life: train, report, store. Runs in the child process."""
-    if threads:
-        torch.set_num_threads(threads)
+    torch.set_num_threads(threads or os.cpu_count() or 1)  # the fork server left it at one
     if nice:
         try:
             os.nice(nice)  # page scripts win the CPU over training
@@ -53,8 +52,14 @@ def train(conn, stop, source: str | None, config: TrainConfig, budgets: dict, st
         trainer = Trainer(source, config, **budgets)
         _report(trainer, conn, stop)
         run = trainer.run()
-        kept = run.status in STORED_STATUSES and store.save(run) is not None
-        folder = None if kept else str(store.save_private(run))
+        try:
+            kept = run.status in STORED_STATUSES and store.save(run) is not None
+            folder = None if kept else str(store.save_private(run))
+        except OSError as err:  # the run trained; it cannot be handed over, and says why
+            conn.send(("done", str(Status.FAILED), f"the run trained ({run.status}, step "
+                       f"{run.step}) but the run store at {store_root} cannot be written: "
+                       f"{err.strerror or err}", None))
+            return
         conn.send(("done", str(run.status), run.error, folder))
     except Exception as err:  # noqa: BLE001 - whatever happens, the pool hears why
         conn.send(("done", str(Status.FAILED), f"{type(err).__name__}: {err}", None))
