@@ -14,8 +14,11 @@ $(STAMP): pyproject.toml
 	$(PY) -c "import stacklab, torch, streamlit, pytest, hypothesis"
 	@touch $(STAMP)
 
+# The app listens on this machine only; for a classroom: make run HOST=0.0.0.0
+HOST ?= 127.0.0.1
+PORT ?= 8501
 run: $(STAMP)
-	$(VENV)/bin/streamlit run app.py
+	$(VENV)/bin/streamlit run app.py --server.address $(HOST) --server.port $(PORT)
 
 # Debian's Chromium for the browser tests (Playwright drives it; nothing is downloaded).
 browser:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import uuid
 from dataclasses import replace
 
@@ -20,6 +21,36 @@ from stacklab.lab.settings import SETTINGS
 from stacklab.serve.classroom import MAX_LINK_STACK_CHARS, SESSION_TTL_SECONDS
 from stacklab.serve.experiment import Experiment, from_query, to_query
 from stacklab.serve.pool import JobPool
+
+# What Markdown (and Streamlit's :color[...] and :icon: directives, $math$ and GitHub-style
+# autolinks) gives a meaning to; user text shown on a page has each of them escaped.
+_ALWAYS = re.compile(r"([\\`*\[\]#$~<>|:])")
+_EDGE_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")  # seq_len stays as is
+_LINE_START = re.compile(r"^(\s*)([-+]|\d+\.)")  # a list item
+
+
+def plain(text: object, limit: int = 400) -> str:
+    """``text`` from a user (a stack, a link, an error that quotes them) as Markdown that
+    shows exactly those characters: one line, at most ``limit`` characters, no link, image,
+    heading, list, formatting, colour, icon or formula.
+
+    >>> plain("x` **B** [L](https://e.com/l) ![I](i.png) $x$ :red[r]")
+    'x\\` \\*\\*B\\*\\* \\[L\\](https\\://e.com/l) !\\[I\\](i.png) \\$x\\$ \\:red\\[r\\]'
+    """
+    text = " ".join(str(text).split("\n"))
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    text = _EDGE_UNDERSCORE.sub(r"\\_", _ALWAYS.sub(r"\\\1", text))
+    text = re.sub(r"(?i)\bwww\.", lambda m: m.group()[:-1] + "\\.", text)
+    return _LINE_START.sub(lambda m: m.group(1) + (m.group(2)[:-1] + "\\." if m.group(2)[-1] == "."
+                                                   else "\\" + m.group(2)), text)
+
+
+def show_error(err, prefix: str = "") -> None:
+    """A `StackError` on the page: code, place, message and fix, user text escaped."""
+    st.error(f"{prefix}**{err.code}** at {plain(err.place)}: {plain(err.message)}\n\n"
+             f"**Fix:** {plain(err.hint)}")
+
 
 EXPERIMENT = "experiment"
 URL_PROBLEMS = "url_problems"
@@ -127,7 +158,7 @@ def show_url_problems() -> None:
     problems = st.session_state.get(URL_PROBLEMS) or []
     if problems:
         st.warning("Some values in the link could not be used:\n\n"
-                   + "\n".join(f"- {p}" for p in problems), icon="⚠️")
+                   + "\n".join(f"- {plain(p)}" for p in problems[:20]), icon="⚠️")
         st.session_state[URL_PROBLEMS] = []
 
 
@@ -167,7 +198,7 @@ def show_pinned(fields) -> None:
     pinned = [f for f in fields if hidden(f)]
     if pinned:
         values = ", ".join(f"{f} = {getattr(experiment(), f)}" for f in pinned)
-        st.caption(f":material/lock: Set by the link: {values}")
+        st.caption(f":material/lock: Set by the link: {plain(values)}")
 
 
 LATEST_RUN = "latest_run"

@@ -11,7 +11,7 @@ from stacklab.core.errors import annotate
 from stacklab.core.export import to_pytorch
 from stacklab.core.resolve import bind_args
 from stacklab.core.shapes import DTYPES
-from stacklab.serve.classroom import PARAM_BUDGET_BYTES
+from stacklab.serve.classroom import MAX_STACK_CHARS, PARAM_BUDGET_BYTES
 from stacklab.serve.experiment import presets
 
 PAGE = "build"
@@ -49,7 +49,8 @@ if not app_state.hidden("presets"):
 
 left, right = st.columns([4, 7], gap="large")
 with left:
-    source = app_state.bound(st.text_area, "stack", "Stack", PAGE, height=230)
+    source = app_state.bound(st.text_area, "stack", "Stack", PAGE, height=230,
+                             max_chars=MAX_STACK_CHARS)
     shape_col, input_dtype_col, dtype_col = st.columns(3)
     input_text = app_state.bound(shape_col.text_input, "input", "Input shape", PAGE,
                                  help="Sizes and symbols, e.g. B,12 or B,T,16")
@@ -71,7 +72,7 @@ except StackError as err:
 
 with right:
     if error is not None:
-        st.error(f"**{error.code}** at {error.place}: {error.message}\n\n**Fix:** {error.hint}")
+        app_state.show_error(error)
         if error.line:
             st.code(annotate(source, error), language=None)
     else:
@@ -118,7 +119,7 @@ if not app_state.hidden("layers"):
     for index, call in enumerate(calls):
         name = call.name or f"n{index}"
         row = st.columns([5, 1, 1, 1])
-        row[0].markdown(f"`{index}` **{name}** `{call.line_text.strip()}`")
+        row[0].text(f"{index}  {name}  {call.line_text.strip()[:120]}")
         row[1].button("Up", icon=":material/arrow_upward:", key=f"build_up_{index}",
                       disabled=index == 0, on_click=edit_layer,
                       args=(editing.move_call, index, -1))
@@ -129,7 +130,7 @@ if not app_state.hidden("layers"):
                       on_click=edit_layer, args=(editing.remove_call, index))
         spec = ops.get(call.op)
         if spec is not None and spec.args:
-            with st.expander(f"Edit {name}"):
+            with st.expander(f"Edit {app_state.plain(name)}"):
                 try:
                     current = dict(bind_args(spec, call))
                 except StackError:

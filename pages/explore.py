@@ -42,7 +42,7 @@ st.markdown(f"Your latest run: task **{run.task.name}**, T = {run.config.seq_len
             f"{run.step} steps, status **{run.status}**, held-out accuracy **{shown}**  \n"
             f"*What to look for:* {run.task.pattern}")
 if run.status == Status.DIVERGED:
-    st.warning(run.error)
+    st.warning(app_state.plain(run.error, 1000))
 
 node = None
 if len(run.position_nodes) > 1:
@@ -70,5 +70,5 @@ download[2].download_button("figures (report.html)", lambda: report_html(run),
 
 for index, (title, caption, figure) in enumerate(drawn):
     st.subheader(title)
-    st.caption(caption)
+    st.caption(app_state.plain(caption, 1000))
     st.plotly_chart(figure, key=f"explore_{job.id}_{node}_{index}")

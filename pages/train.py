@@ -30,7 +30,7 @@ st.markdown(f"**{task.name}** — {task.description}  \n*What the position table
             f"learn:* {task.pattern}")
 
 if experiment.device not in available:
-    st.warning(f"Device {experiment.device!r} is not available on this server; runs use "
+    st.warning(f"Device {app_state.plain(experiment.device)} is not available on this server; runs use "
                "auto (the best available).")
 config = experiment.train_config(available)
 fits = True
@@ -38,7 +38,7 @@ try:
     pool.check(experiment.stack, config)
 except StackError as err:
     fits = False
-    st.error(f"This run cannot start: **{err.code}** {err.message}\n\n**Fix:** {err.hint}")
+    app_state.show_error(err, prefix="This run cannot start: ")
     if err.line:
         st.code(annotate(experiment.stack, err), language=None)
     if err.code not in ("E_BUDGET", "E_ARG"):
@@ -77,8 +77,7 @@ train_col.button("Train", type="primary", disabled=not fits, on_click=start_trai
 stop_col.button("Stop", disabled=not (view and view.active), on_click=stop_training,
                 key="train_stop", help="Stop watching; a run shared with others goes on for them")
 if "train_error" in st.session_state:
-    err = st.session_state["train_error"]
-    st.error(f"**{err.code}** {err.message}\n\n**Fix:** {err.hint}")
+    app_state.show_error(st.session_state["train_error"])
 
 
 def curves(now):
@@ -128,7 +127,7 @@ def status_panel():
         goes_on = " (it goes on for the others watching it)" if current.status.active else ""
         st.warning(f"Status: **stopped** at step {now.step}{goes_on}")
     else:
-        st.error(f"Status: **{now.status}** — {now.error}")
+        st.error(f"Status: **{now.status}** — {app_state.plain(now.error, 1000)}")
     st.progress(now.progress, text=f"{now.step} / {now.steps} steps")
     if now.history:
         left, right = st.columns(2)
@@ -136,7 +135,7 @@ def status_panel():
         if now.pattern is not None:
             right.plotly_chart(now.pattern.figure, key=f"train_pattern_{now.id}")
             right.caption(f"**{now.pattern.title}** at step {now.history[-1]['step']}: "
-                          f"{now.pattern.caption}")
+                          f"{app_state.plain(now.pattern.caption, 1000)}")
     if not now.active and current.run is not None:
         app_state.keep_run(current)
     if not now.active and now.status != Status.FAILED:

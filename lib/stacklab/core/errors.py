@@ -71,7 +71,8 @@ class StackError(ValueError):
         return " ".join(parts) or "input"
 
     def _render(self) -> str:
-        text = f"{self.code} at {self.place}: {self.message}"
+        # message, place and fix may quote user text: no terminal escape reaches a terminal
+        text = f"{self.code} at {_escaped(self.place)}: {_escaped(self.message)}"
         if self.source_line is not None and self.line is not None:
             gutter = f"{self.line:>5} | "
             shown = _printable(self.source_line)
@@ -81,7 +82,7 @@ class StackError(ValueError):
                 width = len(_printable(self.source_line[self.col - 1 : self.col - 1 + self.span]))
                 text += "\n" + " " * (len(gutter) + caret_at) + "^" * max(1, width)
         if self.hint:
-            text += f"\nfix: {self.hint}"
+            text += f"\nfix: {_escaped(self.hint)}"
         return text
 
     def to_dict(self) -> dict:
@@ -121,6 +122,18 @@ def annotate(source: str, err: StackError, *, context: int = 50) -> str:
             caret_at = len(_printable(lines[number - 1][: err.col - 1]))
             out.append(f"  {' ' * width} | " + " " * caret_at + "^" * err.span)
     return "\n".join(out)
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """A value a user gave, quoted and shortened for a message: ``'aaaa…'`` (40 characters)."""
+    text = str(value)
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def _escaped(text: str) -> str:
+    """Control characters (terminal escapes, bells) written out as ``\\x1b``; newlines kept."""
+    return "\n".join("".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in line)
+                     for line in text.split("\n"))
 
 
 def _printable(text: str) -> str:

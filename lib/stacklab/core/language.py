@@ -29,6 +29,7 @@ MAX_LINES = 50_000
 MAX_LINE_CHARS = 1_000
 MAX_OPS = 20_000
 MAX_INT_DIGITS = 30
+MAX_ARGS = 64  # arguments of one call (no op takes more than a few)
 
 Scalar = int | float | bool | str
 
@@ -237,6 +238,9 @@ def _parse_line(tokens: list[_Token], line_text: str, number: int) -> Call:
                         hint="put positional arguments first, then key=value arguments")
         value, pos = _parse_value(tokens, pos, line_text, number)
         args.append(Argument(key, value, Span(number, start.col, value.span.end_col)))
+        if len(args) > MAX_ARGS:
+            raise _fail(f"a call with more than {MAX_ARGS} arguments", line_text, number,
+                        start.col, hint="no op takes that many; see `stacklab ops`")
         if tokens[pos].kind == "punct" and tokens[pos].text == ",":
             pos += 1
         elif not (tokens[pos].kind == "punct" and tokens[pos].text == ")"):

@@ -103,8 +103,9 @@ def read_metadata(path: str | Path, *, max_data_bytes: int = DEFAULT_BUDGET_BYTE
                     hint="load it with the stack it was saved from")
     try:
         header = json.loads(header_bytes.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise _fail("the header is not valid JSON", path) from None
+    except (UnicodeDecodeError, ValueError, RecursionError):  # also: 5,000-digit numbers
+        raise _fail("the header is not valid JSON (or nests too deep, or holds a huge number)",
+                    path) from None
     if not isinstance(header, dict):
         raise _fail("the header is not a JSON object", path)
     ends = []
@@ -170,8 +171,12 @@ def load_checkpoint(path: str | Path, network: Network | None = None, *,
             source = metadata["source"]
             input_shape = json.loads(metadata["input_shape"])
             input_dtype, dtype = metadata["input_dtype"], metadata["dtype"]
-        except (KeyError, json.JSONDecodeError):
-            raise _fail("the metadata lacks the stack it was saved from", path,
+            if not (isinstance(input_shape, list)
+                    and all(isinstance(d, (int, str)) for d in input_shape)):
+                raise ValueError("input_shape is not a flat list")
+        except (KeyError, ValueError, RecursionError):
+            raise _fail("the metadata lacks the stack it was saved from (or holds a malformed "
+                        "input shape)", path,
                         hint="pass the resolved network to load_checkpoint") from None
         network = resolve(source, input_shape, input_dtype=input_dtype, dtype=dtype)
     state = load_state(path, network)

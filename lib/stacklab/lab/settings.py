@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Callable
 
 from ..core.build import DEVICES, available_devices
-from ..core.errors import StackError
+from ..core.errors import StackError, shown
 from ..core.shapes import COMPUTE_DTYPES
 from .tasks import TASKS, get_task
 
@@ -91,7 +91,7 @@ class Setting:
         if self.choices:
             if raw in self.choices:
                 return raw, None
-            return None, f"{self.name}={raw!r} is not one of {', '.join(self.choices)}"
+            return None, f"{self.name}={shown(raw)} is not one of {', '.join(self.choices)}"
         if self.optional and raw.strip().lower() in ("", "none"):
             return None, None
         low, high = self.classroom
@@ -99,7 +99,7 @@ class Setting:
         value = _whole(raw) if self.whole else _number(raw)
         if value is not None and self._in_range(value, low, high, low_open):
             return value, None
-        return None, f"{self.name}={raw!r} is not {self._range_text(low, high, low_open)}"
+        return None, f"{self.name}={shown(raw)} is not {self._range_text(low, high, low_open)}"
 
     def parse_flag(self, text: str):
         """A value from the command line (library range); ``ValueError`` says why not."""

@@ -13,3 +13,4 @@ FINISHED_RUNS_KEPT = 16  # finished runs kept in memory to share (all are in the
 SESSION_TTL_SECONDS = 15 * 60  # a session that stops polling (a closed tab) is forgotten
 MAX_QUEUED_RUNS = 200  # runs waiting for a worker, over all sessions
 MAX_LINK_STACK_CHARS = 8_000  # longer links are refused by web servers (header limits)
+MAX_STACK_CHARS = 100_000  # a stack typed, pasted or linked in the app (the library: 2 MB)

@@ -21,10 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, make_dataclass, replace
 from typing import Callable, Mapping, Sequence
 
-from ..core.language import MAX_SOURCE_CHARS
+from ..core.errors import shown
 from ..core.shapes import DTYPES
 from ..lab.settings import SETTINGS, TrainConfig
 from ..lab.tasks import TASKS
+from .classroom import MAX_STACK_CHARS
 
 DEFAULT_TASK = "reverse"  # a first visit trains this task's preset
 REFERENCE_STEM = "embedding(500, 16)\npos_embed(32)\nlinear(4)"
@@ -52,12 +53,12 @@ def _choice(name: str, options: Sequence[str]):
     def parse(raw: str):
         if raw in options:
             return raw, None
-        return None, f"{name}={raw!r} is not one of {', '.join(options)}"
+        return None, f"{name}={shown(raw)} is not one of {', '.join(options)}"
     return parse
 
 
 NETWORK_FIELDS = (
-    LinkField("stack", str, _text("stack", MAX_SOURCE_CHARS)),
+    LinkField("stack", str, _text("stack", MAX_STACK_CHARS)),
     LinkField("input", str, _text("input", 200)),
     LinkField("input_dtype", str, _choice("input_dtype", list(DTYPES))),
 )
@@ -148,7 +149,8 @@ def _hide(raw: str):
     unknown = [n for n in names if n not in HIDEABLE]
     if unknown:
         return (tuple(n for n in names if n in HIDEABLE),
-                f"hide: unknown control(s) {', '.join(unknown[:5])}; known: {', '.join(HIDEABLE)}")
+                f"hide: unknown control(s) {', '.join(shown(n) for n in unknown[:5])}; known: "
+                f"{', '.join(HIDEABLE)}")
     return names, None
 
 

@@ -1,0 +1,110 @@
+"""Hostile input from the classroom review (issue 11): every row refused or handled."""
+
+from __future__ import annotations
+
+import json
+import struct
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from stacklab import StackError, parse, resolve
+from stacklab.core.language import MAX_ARGS
+from stacklab.lab.checkpoint import load_checkpoint, read_metadata
+from stacklab.serve.experiment import from_query
+
+sys.path.insert(0, str(Path(__file__).parent.parent))
+import app_state  # noqa: E402  (the page layer's escaping)
+
+
+def test_a_huge_argument_list_is_refused_quickly_and_small():
+    line = "relu(" + ",".join(["1"] * 497) + ")"  # 999 characters, under the line bound
+    source = "\n".join([line] * 1_999)  # 2 MB, the size that took 11.7 s and +507 MB
+    start = time.perf_counter()
+    with pytest.raises(StackError, match=f"more than {MAX_ARGS} arguments") as caught:
+        parse(source)
+    assert caught.value.code == "E_PARSE" and caught.value.line == 1
+    assert time.perf_counter() - start < 5  # generous: a bound, not a benchmark
+
+
+@pytest.mark.parametrize("text", [
+    "# x` **B** [L](https://example.com/l) ![I](https://example.com/i.png)",
+    "[L](https://example.com)", "x,%0A# HEADING", "a\n# HEADING", "www.example.com",
+    ":red[colour] :material/home: $x^2$ <b>b</b> ~~s~~ _i_ *e*", "- item", "3. item",
+])
+def test_user_text_is_never_live_markdown(text):
+    import re
+
+    shown = app_state.plain(text)
+    assert "\n" not in shown
+    bare = re.sub(r"\\.", "", shown)  # what is left once every escaped character is gone
+    assert not set("[]*$~<>:`#|") & set(bare), bare
+    assert "_i_" not in bare and "www." not in bare.lower()
+    assert not bare.lstrip().startswith(("-", "3."))
+
+
+def test_echoed_link_values_are_short_and_problems_never_raise():
+    params = {"task": "[L](https://example.com/" + "x" * 5000 + ")", "seq_len": "++12",
+              "steps": "+_+12", "seed": "1e999", "hide": "[L](x),x\n# HEADING",
+              "input_dtype": "\x1b[2J"}
+    experiment, problems = from_query(params)
+    assert experiment.task == "reverse" and experiment.seq_len == 16
+    assert len(problems) == len(params) and all(len(p) < 400 for p in problems)
+
+
+def test_cli_messages_carry_no_terminal_escapes(cli, tmp_path):
+    stack = tmp_path / "s.stack"
+    stack.write_text('linear("\x1b[2J\x1b]0;X\x07evil")\n')
+    code, _, err = cli("resolve", str(stack), "--input", "B,4")
+    assert code == 1 and "\x1b" not in err and "\x07" not in err and "\\x1b" in err
+
+
+def _safetensors(path: Path, header: bytes) -> Path:
+    path.write_bytes(struct.pack("<Q", len(header)) + header)
+    return path
+
+
+@pytest.mark.parametrize("header", [
+    b"[" * 100_000 + b"]" * 100_000,  # nested 100k deep
+    b'{"a": ' + b"9" * 5_000 + b"}",  # a 5,000-digit integer
+])
+def test_a_malformed_checkpoint_header_is_a_stack_error(tmp_path, header):
+    with pytest.raises(StackError) as caught:
+        read_metadata(_safetensors(tmp_path / "m.safetensors", header))
+    assert caught.value.code == "E_VALUE"
+
+
+def test_deeply_nested_input_shape_metadata_is_a_stack_error(tmp_path):
+    shape = "[" * 50_000 + "]" * 50_000
+    header = json.dumps({"__metadata__": {"source": "linear(2)", "input_shape": shape,
+                                          "input_dtype": "float32", "dtype": "float32"}})
+    with pytest.raises(StackError) as caught:
+        load_checkpoint(_safetensors(tmp_path / "m.safetensors", header.encode()))
+    assert caught.value.code == "E_VALUE"
+
+
+def test_the_app_hides_error_details_and_make_run_listens_locally():
+    root = Path(__file__).parent.parent
+    assert 'showErrorDetails = "none"' in (root / ".streamlit" / "config.toml").read_text()
+    assert "HOST ?= 127.0.0.1" in (root / "Makefile").read_text()
+    assert resolve("linear(2)", ["B", 4]).param_count == 10
+
+
+def test_hostile_links_and_stacks_show_as_text_on_every_page():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).parent.parent / "app.py"), default_timeout=60)
+    at.query_params.update({"task": "[L](https://example.com/l)", "seq_len": "++12",
+                            "hide": "[L](x),x\n# HEADING",
+                            "stack": '# x` **B** [L](https://example.com/l)\nlinear("[L](u)")'})
+    at.run()
+    assert not at.exception
+    warning = at.warning[0].value
+    assert "\\[L\\](https\\://example.com/l)" in warning and "\n# HEADING" not in warning
+    error = at.error[0].value  # the stack's E_ARG quotes the string argument, escaped
+    assert "[L](u)" not in error and "\\[L\\](u)" in error
+    for page in ("pages/train.py", "pages/explore.py", "pages/catalog.py"):
+        at.switch_page(page).run()
+        assert not at.exception, page
