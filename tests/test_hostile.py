@@ -108,3 +108,40 @@ def test_hostile_links_and_stacks_show_as_text_on_every_page():
     for page in ("pages/train.py", "pages/explore.py", "pages/catalog.py"):
         at.switch_page(page).run()
         assert not at.exception, page
+
+
+def test_runs_over_a_classroom_budget_are_refused_before_anything_is_allocated():
+    from stacklab import TrainConfig, Trainer
+    from stacklab.serve.classroom import BUDGETS
+
+    kept = ("embedding(8, 1024)\npos_embed(4096)\nlinear(8)",  # 656 MiB of snapshots before
+            TrainConfig(task="modular", steps=40, batch_size=1, seq_len=32))
+    work = ("embedding(16, 2048)\n" + "linear(2048)\n" * 15 + "linear(16)",  # days of work
+            TrainConfig(task="reverse", seq_len=512, batch_size=1, steps=20_000))
+    for (source, config), words in ((kept, "snapshots"), (work, "floating-point operations")):
+        with pytest.raises(StackError, match=words) as caught:
+            Trainer(source, config, budgets=BUDGETS)
+        assert caught.value.code == "E_BUDGET" and "over the budget" in caught.value.message
+    Trainer(None, TrainConfig(task="reverse"), budgets=BUDGETS)  # the presets fit easily
+
+
+def test_a_run_ends_at_its_wall_clock_limit():
+    from stacklab import TrainConfig, Trainer
+    from stacklab.lab.budgets import Budgets
+
+    run = Trainer(None, TrainConfig(task="reverse", steps=100_000),
+                  budgets=Budgets(seconds=0.5)).run()
+    assert run.status == "stopped" and run.error.startswith("time limit")
+    assert 0 < run.step < 100_000 and run.history  # evaluated, as every stopped run is
+
+
+def test_a_million_row_table_gives_bounded_figures_with_exact_zeros_past_t():
+    from stacklab.lab.figures import grad_norm_plot
+    from stacklab.lab.figures.rows import MAX_BARS
+
+    values = [1.0] * 32 + [0.0] * (1_000_000 - 32)
+    fig = grad_norm_plot(values, 32)
+    bar = fig.data[0]
+    assert len(bar.y) <= MAX_BARS + 1 and len(fig.to_json()) < 1_000_000
+    untrained = [y for y, x in zip(bar.y, bar.x) if x >= 32]
+    assert untrained and max(untrained) == 0.0 and "largest of up to" in fig.layout.title.text

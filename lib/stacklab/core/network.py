@@ -80,6 +80,20 @@ class Network:
                 total += batch * scratch(node.env)
         return total
 
+    def flops(self, batch: int = 1) -> int:
+        """Floating-point operations of one forward pass of ``batch`` items (symbols taken as
+        ``batch``): each op's cost per position (`OpSpec.flops`; by default two per
+        parameter, as a matrix product costs) times its positions."""
+        total = 0
+        for node in self.nodes:
+            _, shape = node.inputs[0]
+            dims = [d if isinstance(d, int) else batch for d in shape]
+            port_dtype = node.spec.inputs[0].dtype
+            positions = math.prod(dims[:-1] if port_dtype == "compute" else dims)
+            cost = node.spec.flops(node.env) if node.spec.flops else 2 * node.param_count
+            total += positions * cost
+        return total
+
     def state_shapes(self) -> dict[str, tuple[int, ...]]:
         """Every parameter's state_dict key and shape: ``{"n1.weight": (32, 16), ...}``."""
         return {f"{node.name}.{key}": shape for node in self.nodes for key, shape in node.params}

@@ -173,6 +173,9 @@ class OpSpec:
     # activation estimate of `Network.activation_elements`).
     scratch: Callable[[Mapping[str, object]], int] | None = None
     role: str | None = None  # one of `ROLES`, or None
+    # Floating-point operations per position of one forward pass (for the run's FLOP
+    # budget); None: two per parameter, as a matrix product costs.
+    flops: Callable[[Mapping[str, object]], int] | None = None
     # Plain PyTorch for `stacklab.core.export`: a constructor expression over the env, and
     # the classes and functions it needs, whose source the export copies (inspect.getsource).
     torch_code: Callable[[Mapping[str, object]], str] | None = None

@@ -29,7 +29,7 @@ from ..core.build import StackModule, pick_device
 from ..core.errors import StackError
 from ..core.network import Network
 from ..core.resolve import DEFAULT_BUDGET_BYTES, resolve
-from ..core.shapes import DTYPE_BYTES
+from .budgets import Budgets
 from .keys import run_key
 from .recorders import PositionTableRecorder
 from .settings import TrainConfig
@@ -53,26 +53,6 @@ class Status(StrEnum):
     def active(self) -> bool:
         """Queued or running: the run may still change."""
         return self in (Status.QUEUED, Status.RUNNING)
-
-
-DEFAULT_ACTIVATION_BUDGET_BYTES = 8 << 30  # the app sets a smaller one
-
-
-def _check_activations(network: Network, config: TrainConfig, budget: int) -> None:
-    """Refuse a run whose training step would hold more activations than ``budget``.
-
-    Parameters are checked by the resolver; a long sequence or a big batch can still need
-    gigabytes in one step (attention keeps [B, heads, T, T] scores), so the estimate,
-    with room for their gradients, is checked before anything is allocated.
-    """
-    per_item = network.activation_elements(batch=1)
-    needed = 3 * per_item * config.batch_size * DTYPE_BYTES[network.dtype]
-    if needed > budget:
-        raise StackError(
-            "E_BUDGET", f"one training step at batch_size={config.batch_size}, "
-            f"seq_len={config.seq_len} would hold about {needed / 2**30:.1f} GiB of "
-            f"activations, over the budget of {budget / 2**30:.1f} GiB",
-            hint="use a smaller batch_size or seq_len")
 
 
 def fit_network(source: str, task: Task, seq_len: int, *, dtype: str = "float32",
@@ -192,15 +172,14 @@ class Trainer:
     EVENTS = ("on_start", "on_after_backward", "on_batch_end", "on_eval", "on_rollback", "on_end")
 
     def __init__(self, source: str | None, config: TrainConfig, *,
-                 budget_bytes: int = DEFAULT_BUDGET_BYTES,
-                 activation_budget_bytes: int = DEFAULT_ACTIVATION_BUDGET_BYTES,
-                 recorders: tuple | None = None):
+                 budgets: Budgets = Budgets(), recorders: tuple | None = None):
         self.config = config.filled()
         self.task = get_task(self.config.task)
         self.source = source if source is not None else self.task.preset(self.config.seq_len)
         self.network = fit_network(self.source, self.task, self.config.seq_len,
-                                   dtype=self.config.dtype, budget_bytes=budget_bytes)
-        _check_activations(self.network, self.config, activation_budget_bytes)
+                                   dtype=self.config.dtype, budget_bytes=budgets.param_bytes)
+        budgets.check(self.network, self.config)
+        self.budgets = budgets
         self.device = pick_device(self.config.device)
         self.key = run_key(self.network, self.config, self.device.type)
         self.callbacks: dict[str, list[Callable[[Run], None]]] = {e: [] for e in self.EVENTS}
@@ -243,9 +222,15 @@ class Trainer:
         try:
             self._fire("on_start", run)
             model.train()
+            limit = self.budgets.seconds
             for step in range(1, config.steps + 1):
                 if self._stop.is_set():
                     run.status = Status.STOPPED
+                    break
+                if limit is not None and time.perf_counter() - start > limit:
+                    run.status = Status.STOPPED
+                    run.error = (f"time limit: the run may train for {limit:g} s on this "
+                                 f"server; it stopped at step {step - 1}")
                     break
                 x, y = task.batch(config.batch_size, config.seq_len, generator, device)  # (B, T)
                 logits = model(x)  # (B, T, classes)

@@ -91,6 +91,8 @@ SPEC = register(OpSpec(
     # T stands for the symbol when it is not known.
     scratch=lambda env: (4 * _known(env["T"]) * env["D"] + 2 * env["heads"] * _known(env["T"]) ** 2),
     role="attention",
+    # the four projections, then scores and the mix against every position (T unknown: 1)
+    flops=lambda env: 8 * env["D"] ** 2 + 4 * _known(env["T"]) * env["D"],
     torch_code=lambda env: f"Attention({env['D']}, {env['heads']}, causal={env['causal']})",
     torch_source=(Attention,),
     module=lambda env, dtype: Attention(env["D"], env["heads"], env["causal"],

@@ -67,6 +67,7 @@ SPEC = register(OpSpec(
         Arg("dim", int, "Length of each token vector.", minimum=1, maximum=2_147_483_647),
     ),
     params=lambda env: {"weight": (env["vocab"], env["dim"])},
+    flops=lambda env: env["dim"],  # a lookup copies one row
     torch_code=lambda env: f"nn.Embedding({env['vocab']}, {env['dim']})",
     module=lambda env, dtype: Embedding(env["vocab"], env["dim"], COMPUTE_DTYPES[dtype]),
     examples=(

@@ -73,6 +73,7 @@ SPEC = register(OpSpec(
     ),),
     params=lambda env: {"weight": (env["max_len"], env["D"])},
     role="position_table",
+    flops=lambda env: env["D"],  # one add per feature
     torch_code=lambda env: f"PosEmbed({env['max_len']}, {env['D']})",
     torch_source=(PosEmbed,),
     module=lambda env, dtype: PosEmbed(env["max_len"], env["D"], COMPUTE_DTYPES[dtype]),

@@ -46,8 +46,9 @@ from ..lab.figures import RunFigure, pattern_figure, run_figures
 from ..lab.store import STORED_STATUSES, RunStore
 from ..lab.trainer import Run, Status, TrainConfig, Trainer
 from . import worker
-from .classroom import (ACTIVATION_BUDGET_BYTES, FINISHED_RUNS_KEPT, MAX_QUEUED_RUNS,
-                        PARAM_BUDGET_BYTES, RUNS_KEPT_PER_SESSION, SESSION_TTL_SECONDS)
+from ..lab.budgets import Budgets
+from .classroom import (BUDGETS, FINISHED_RUNS_KEPT, MAX_QUEUED_RUNS, RUNS_KEPT_PER_SESSION,
+                        SESSION_TTL_SECONDS)
 
 log = logging.getLogger("stacklab.pool")
 
@@ -202,16 +203,14 @@ class JobPool:
     """Runs training jobs, one per run key, at most ``workers`` at once, each in a worker
     process; see the module docstring."""
 
-    def __init__(self, workers: int | None = None, *, budget_bytes: int = PARAM_BUDGET_BYTES,
-                 activation_budget_bytes: int = ACTIVATION_BUDGET_BYTES,
+    def __init__(self, workers: int | None = None, *, budgets: Budgets = BUDGETS,
                  ttl_seconds: float = SESSION_TTL_SECONDS, max_queued: int = MAX_QUEUED_RUNS,
                  threads_per_job: int | None = None, worker_nice: int = 0,
                  store: RunStore | None = None):
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.threads_per_job = threads_per_job
         self.worker_nice = worker_nice
-        self.budget_bytes = budget_bytes
-        self.activation_budget_bytes = activation_budget_bytes
+        self.budgets = budgets
         self.ttl_seconds = ttl_seconds
         self.max_queued = max_queued
         self.store = store if store is not None else RunStore()
@@ -279,8 +278,7 @@ class JobPool:
 
     def check(self, source: str | None, config: TrainConfig) -> Trainer:
         """The trainer a submit would queue; raises `StackError` if the run is not allowed."""
-        return Trainer(source, config, budget_bytes=self.budget_bytes,
-                       activation_budget_bytes=self.activation_budget_bytes)
+        return Trainer(source, config, budgets=self.budgets)
 
     def stop(self, owner: str, job_id: int) -> bool:
         """Stop watching one of ``owner``'s jobs; the run itself stops (a queued one never
@@ -444,11 +442,9 @@ class JobPool:
     def _train(self, job: Job) -> None:
         """Train ``job`` in a worker process; relay its progress; take its run when it ends."""
         reader, writer = _PROCESSES.Pipe(duplex=False)
-        budgets = {"budget_bytes": self.budget_bytes,
-                   "activation_budget_bytes": self.activation_budget_bytes}
         process = _PROCESSES.Process(
             target=worker.train, name=f"stacklab-run-{job.key[:12]}", daemon=True,
-            args=(writer, job.stop_event, job.trainer.source, job.config, budgets,
+            args=(writer, job.stop_event, job.trainer.source, job.config, self.budgets,
                   str(self.store.root), self.store.max_bytes, self.threads_per_job,
                   self.worker_nice))
         done = None

@@ -24,6 +24,7 @@ import time
 
 import torch
 
+from ..lab.budgets import Budgets
 from ..lab.figures import pattern_figure
 from ..lab.store import STORED_STATUSES, RunStore
 from ..lab.trainer import Status, TrainConfig, Trainer
@@ -38,7 +39,7 @@ def ready() -> None:
     """Nothing: a first process, so that the fork server is up (and torch imported) early."""
 
 
-def train(conn, stop, source: str | None, config: TrainConfig, budgets: dict, store_root: str,
+def train(conn, stop, source: str | None, config: TrainConfig, budgets: Budgets, store_root: str,
           store_max_bytes: int, threads: int | None, nice: int) -> None:
     """The child's whole life: train, report, store. Runs in the child process."""
     torch.set_num_threads(threads or os.cpu_count() or 1)  # the fork server left it at one
@@ -49,7 +50,7 @@ def train(conn, stop, source: str | None, config: TrainConfig, budgets: dict, st
             pass
     store = RunStore(store_root, max_bytes=store_max_bytes)
     try:
-        trainer = Trainer(source, config, **budgets)
+        trainer = Trainer(source, config, budgets=budgets)
         _report(trainer, conn, stop)
         run = trainer.run()
         try:

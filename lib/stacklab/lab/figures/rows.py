@@ -10,13 +10,35 @@ from .style import (HEIGHT, TRAINED_COLOR, UNTRAINED_COLOR, as_table, has_untrai
                     mark_trained_len, as_float32)
 
 
+MAX_BARS = 2048  # bars per chart: a longer table shows the largest value of each bin of rows
+
+
 def _row_bars(values: np.ndarray, trained_len: int | None, name: str, hover: str) -> go.Bar:
+    """One bar per row, or (past `MAX_BARS` rows) one per bin of rows showing the bin's
+    largest value; bins never straddle T, so "exactly zero past T" stays exact."""
     n = values.shape[0]
-    colors = [TRAINED_COLOR if trained_len is None or i < trained_len else UNTRAINED_COLOR
-              for i in range(n)]
-    return go.Bar(x=np.arange(n, dtype=np.int32), y=values, marker=dict(color=colors,
-                  line=dict(width=0)), name=name,
-                  hovertemplate=f"row %{{x}}<br>{hover} %{{y:.4g}}<extra></extra>")
+    size = max(1, -(-n // MAX_BARS))
+    if size == 1:
+        colors = [TRAINED_COLOR if trained_len is None or i < trained_len else UNTRAINED_COLOR
+                  for i in range(n)]
+        return go.Bar(x=np.arange(n, dtype=np.int32), y=values, marker=dict(color=colors,
+                      line=dict(width=0)), name=name,
+                      hovertemplate=f"row %{{x}}<br>{hover} %{{y:.4g}}<extra></extra>")
+    split = trained_len if trained_len is not None and 0 < trained_len < n else n
+    starts = np.concatenate([np.arange(0, split, size), np.arange(split, n, size)])
+    ends = np.append(starts[1:], n)
+    peaks = np.maximum.reduceat(np.abs(values), starts)  # (bins,)
+    colors = [TRAINED_COLOR if start < split else UNTRAINED_COLOR for start in starts]
+    return go.Bar(x=(starts + ends - 1) / 2, y=peaks.astype(np.float32), width=ends - starts,
+                  marker=dict(color=colors, line=dict(width=0)), name=name,
+                  customdata=np.stack([starts, ends - 1], axis=1).astype(np.int32),
+                  hovertemplate=(f"rows %{{customdata[0]}}-%{{customdata[1]}}<br>largest {hover} "
+                                 "%{y:.4g}<extra></extra>"))
+
+
+def _bins_note(n: int) -> str:
+    size = -(-n // MAX_BARS)
+    return "" if size <= 1 else f" (each bar: the largest of up to {size:,} rows)"
 
 
 def _untrained_summary(values: np.ndarray, trained_len: int) -> tuple[bool, float]:
@@ -30,7 +52,7 @@ def grad_norm_plot(row_grad_norm, trained_len: int) -> go.Figure:
     n = values.shape[0]
     fig = go.Figure(_row_bars(values, trained_len, "summed gradient norm", "summed ‖grad‖"))
     fig.update_layout(title=dict(text="Gradient reaching each row of the position table, "
-                                      "summed over training steps"),
+                                      "summed over training steps" + _bins_note(n)),
                       xaxis_title="row (position)", yaxis_title="Σ over steps of ‖grad of row‖",
                       height=HEIGHT, showlegend=False, bargap=0.1)
     if has_untrained(trained_len, n):
@@ -54,7 +76,7 @@ def drift_plot(row_drift, trained_len: int, weight_decay: float = 0.0) -> go.Fig
     n = values.shape[0]
     fig = go.Figure(_row_bars(values, trained_len, "drift", "‖W_now − W_init‖"))
     fig.update_layout(title=dict(text="How far each row moved from its initial value "
-                                      f"(weight decay {weight_decay:g})"),
+                                      f"(weight decay {weight_decay:g})" + _bins_note(n)),
                       xaxis_title="row (position)", yaxis_title="‖W_now[i] − W_init[i]‖",
                       height=HEIGHT, showlegend=False, bargap=0.1)
     if has_untrained(trained_len, n):
