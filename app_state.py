@@ -15,6 +15,8 @@ import uuid
 from dataclasses import replace
 
 import streamlit as st
+from streamlit.runtime import Runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from stacklab.lab.keys import is_key
 from stacklab.lab.settings import SETTINGS
@@ -77,13 +79,32 @@ def pool() -> JobPool:
     _log_to_stderr()
     return JobPool(workers=int(os.environ.get("STACKLAB_WORKERS", os.cpu_count() or 1)),
                    ttl_seconds=float(os.environ.get("STACKLAB_SESSION_TTL", SESSION_TTL_SECONDS)),
-                   threads_per_job=1, worker_nice=10)
+                   threads_per_job=1, worker_nice=10, owner_alive=_connected)
+
+
+_BROWSER_SESSIONS: dict[str, str] = {}  # owner -> its Streamlit session (served pages only)
+
+
+def _connected(owner: str) -> bool:
+    """Whether the browser session of ``owner`` is still connected (a closed or reloaded tab
+    is not): its runs are then detached soon, not after the session TTL."""
+    session = _BROWSER_SESSIONS.get(owner)
+    if session is None or not Runtime.exists():
+        return True
+    alive = Runtime.instance().is_active_session(session)
+    if not alive and len(_BROWSER_SESSIONS) > 10_000:
+        _BROWSER_SESSIONS.pop(owner, None)  # bounded: a gone session's entry can go
+    return alive
 
 
 def start() -> Experiment:
     """Run at the top of every page: set up the session once, keep the URL in sync."""
     if SESSION_ID not in st.session_state:
         st.session_state[SESSION_ID] = uuid.uuid4().hex
+        ctx = get_script_run_ctx()  # a real browser session: the pool may ask if it is still there
+        if ctx is not None and Runtime.exists() and Runtime.instance().is_active_session(
+                ctx.session_id):
+            _BROWSER_SESSIONS[owner()] = ctx.session_id
         params = st.query_params.to_dict()
         linked, problems = from_query(params)
         st.session_state[EXPERIMENT] = linked

@@ -191,3 +191,21 @@ def test_a_store_that_cannot_be_written_fails_the_run_with_a_reason(tmp_path):
         assert pool.submit("b", None, QUICK) is not job  # a failed run is not shared
     finally:
         pool.shutdown()
+
+
+def test_a_closed_tab_stops_watching_at_once(tmp_path):
+    connected = {"a", "b"}
+    pool = JobPool(workers=1, store=RunStore(tmp_path), owner_alive=lambda o: o in connected,
+                   disconnect_grace_seconds=0.5)
+    try:
+        job = pool.submit("a", None, LONG)
+        assert pool.submit("b", None, LONG) is job
+        wait_until(lambda: job.status == "running")
+        connected.discard("a")  # a's tab closed (or reloaded: a new session took its place)
+        wait_until(lambda: job.watchers == {"b"}, timeout=10)
+        assert job.status == "running"
+        connected.discard("b")
+        assert job.wait(15).status == "stopped"  # nobody watches: the run stops
+        assert pool.jobs_of("a") == [] and pool.stats()["owners"] <= 1
+    finally:
+        pool.shutdown()

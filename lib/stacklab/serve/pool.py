@@ -33,11 +33,13 @@ import gc
 import itertools
 import logging
 import multiprocessing
+import multiprocessing.spawn
 import os
 import threading
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
+from typing import Callable
 
 import plotly.io
 
@@ -55,6 +57,25 @@ log = logging.getLogger("stacklab.pool")
 # Training runs in processes forked from a server that has torch and stacklab loaded.
 _PROCESSES = multiprocessing.get_context("forkserver")
 _PROCESSES.set_forkserver_preload(worker.PRELOAD)
+
+
+def _without_main(get_preparation_data):
+    """Worker processes never import the parent's ``__main__``: their code lives in
+    `stacklab.serve.worker`. Streamlit runs the app script as ``__main__``, and multiprocessing
+    would otherwise run it again in the fork server and in every worker (building pages, and
+    a pool, in a process that only trains)."""
+    def prepared(name):
+        data = get_preparation_data(name)
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+        return data
+    prepared.stacklab = True
+    return prepared
+
+
+if not getattr(multiprocessing.spawn.get_preparation_data, "stacklab", False):
+    multiprocessing.spawn.get_preparation_data = _without_main(
+        multiprocessing.spawn.get_preparation_data)
 
 
 @dataclass(frozen=True)
@@ -206,7 +227,12 @@ class JobPool:
     def __init__(self, workers: int | None = None, *, budgets: Budgets = BUDGETS,
                  ttl_seconds: float = SESSION_TTL_SECONDS, max_queued: int = MAX_QUEUED_RUNS,
                  threads_per_job: int | None = None, worker_nice: int = 0,
-                 store: RunStore | None = None):
+                 store: RunStore | None = None,
+                 owner_alive: Callable[[str], bool] | None = None,
+                 disconnect_grace_seconds: float = 10.0):
+        """``owner_alive(owner)``, when given, says whether an owner (a browser session) is
+        still connected: one that has not been for ``disconnect_grace_seconds`` (a closed
+        or reloaded tab, not a network blip) is detached then, not after ``ttl_seconds``."""
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.threads_per_job = threads_per_job
         self.worker_nice = worker_nice
@@ -214,6 +240,9 @@ class JobPool:
         self.ttl_seconds = ttl_seconds
         self.max_queued = max_queued
         self.store = store if store is not None else RunStore()
+        self.owner_alive = owner_alive
+        self.disconnect_grace_seconds = disconnect_grace_seconds
+        self._gone_since: dict[str, float] = {}  # owner -> when it was first seen disconnected
         self._lock = threading.Condition()
         self._queue: deque[Job] = deque()
         self._jobs: dict[str, list[Job]] = {}  # owner -> the jobs it asked for, newest first
@@ -333,6 +362,17 @@ class JobPool:
 
     # -- internals ----------------------------------------------------------------------
 
+    def _gone_for(self, owner: str, now: float) -> float:
+        """Seconds ``owner`` has been disconnected (-1 while connected or unknown)."""
+        try:
+            alive = self.owner_alive is None or bool(self.owner_alive(owner))
+        except Exception:  # noqa: BLE001 - when in doubt, an owner is alive
+            alive = True
+        if alive:
+            self._gone_since.pop(owner, None)
+            return -1.0
+        return now - self._gone_since.setdefault(owner, now)
+
     def _find(self, owner: str, job_id: int) -> Job | None:
         return next((j for j in self._jobs.get(owner, []) if j.id == job_id), None)
 
@@ -448,11 +488,15 @@ class JobPool:
                   str(self.store.root), self.store.max_bytes, self.threads_per_job,
                   self.worker_nice))
         done = None
+        checked = time.monotonic()
         try:
             process.start()
             writer.close()
             job.process = process
             while done is None:
+                if time.monotonic() - checked > 2.0:  # closed tabs stop watching while we train
+                    checked = time.monotonic()
+                    self.forget_idle()
                 if reader.poll(0.25):
                     message = reader.recv()
                     if message[0] == "done":
@@ -498,12 +542,15 @@ class JobPool:
 
     def _forget_idle_locked(self, now: float | None = None) -> int:
         now = time.monotonic() if now is None else now
-        idle = [owner for owner, seen in self._seen.items() if now - seen > self.ttl_seconds]
+        idle = [owner for owner, seen in self._seen.items()
+                if now - seen > self.ttl_seconds or self._gone_for(owner, now)
+                > self.disconnect_grace_seconds]
         for owner in idle:
             for job in self._jobs.pop(owner, []):
                 if owner in job.watchers:
                     self._detach_locked(owner, job)
             del self._seen[owner]
+            self._gone_since.pop(owner, None)
         if idle:  # outside the lock: polls and submits never wait for a collection
             threading.Thread(target=_release_memory, name="stacklab-release", daemon=True).start()
         return len(idle)
