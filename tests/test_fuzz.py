@@ -142,3 +142,25 @@ def hostile_stacks(draw):
 @given(hostile_stacks(), shapes)
 def test_hostile_inputs_give_a_network_or_a_stack_error(source, shape):
     check(source, shape, "float32")
+
+
+# --- the app's link parsers (issue 11): any query string opens, problems stay short ---------
+
+from stacklab.serve.experiment import PARSERS, from_query, to_query  # noqa: E402
+
+link_values = st.one_of(
+    st.text(max_size=60),
+    st.sampled_from(HOSTILE + ["++12", "+_+12", "1_0", "١٢", "0x10", "-0", "nan", "none", "",
+                               "[L](https://e.com)", "x,%0A# H", "reverse,seq_len", "9" * 5000]),
+    st.integers(min_value=-(10**30), max_value=10**30).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+)
+
+
+@given(st.dictionaries(st.sampled_from(sorted(PARSERS) + ["run", "other"]), link_values,
+                       max_size=8))
+def test_any_link_opens_and_every_problem_is_short(params):
+    experiment, problems = from_query(params)
+    assert all(isinstance(p, str) and len(p) < 500 for p in problems)
+    again, second = from_query(to_query(experiment))  # what a page writes back reads back
+    assert again == experiment and second == []
