@@ -124,7 +124,8 @@ def status_panel():
         accuracy = f"; held-out accuracy {final['accuracy']:.1%}" if final else ""
         st.success(f"Status: **finished** — {now.step} steps in {now.seconds:.1f} s{accuracy}")
     elif now.status == Status.STOPPED:
-        goes_on = " (it goes on for the others watching it)" if current.status.active else ""
+        goes_on = (" (it goes on for the others watching it)"
+                   if current.status.active and now.watchers > 0 else "")
         st.warning(f"Status: **stopped** at step {now.step}{goes_on}")
     else:
         st.error(f"Status: **{now.status}** — {app_state.plain(now.error, 1000)}")

@@ -229,7 +229,8 @@ class JobPool:
                  threads_per_job: int | None = None, worker_nice: int = 0,
                  store: RunStore | None = None,
                  owner_alive: Callable[[str], bool] | None = None,
-                 disconnect_grace_seconds: float = 10.0):
+                 disconnect_grace_seconds: float = 10.0,
+                 ray_address: str | None = None):
         """``owner_alive(owner)``, when given, says whether an owner (a browser session) is
         still connected: one that has not been for ``disconnect_grace_seconds`` (a closed
         or reloaded tab, not a network blip) is detached then, not after ``ttl_seconds``."""
@@ -241,6 +242,14 @@ class JobPool:
         self.max_queued = max_queued
         self.store = store if store is not None else RunStore()
         self.owner_alive = owner_alive
+        # set (here or in STACKLAB_RAY_ADDRESS): runs are Ray actors (`stacklab.serve.ray_runs`)
+        if ray_address is None:
+            ray_address = os.environ.get("STACKLAB_RAY_ADDRESS") or None
+        self.ray_address = ray_address
+        if ray_address:
+            from . import ray_runs
+
+            ray_runs.connect(ray_address)
         self.disconnect_grace_seconds = disconnect_grace_seconds
         self._gone_since: dict[str, float] = {}  # owner -> when it was first seen disconnected
         self._lock = threading.Condition()
@@ -256,7 +265,8 @@ class JobPool:
         self.trainings = 0  # runs this pool has trained (attached and stored ones excluded)
         # Start the fork server now (it imports torch once), not when the first student
         # presses Train.
-        threading.Thread(target=_warm_fork_server, name="stacklab-warm", daemon=True).start()
+        if not ray_address:
+            threading.Thread(target=_warm_fork_server, name="stacklab-warm", daemon=True).start()
 
     # -- used by pages --------------------------------------------------------------
 
@@ -462,7 +472,7 @@ class JobPool:
             log.info("training run %s (task %s, %d steps)", job.key, job.config.task,
                      job.config.steps)
             try:
-                job.stop_event = _PROCESSES.Event()
+                job.stop_event = threading.Event() if self.ray_address else _PROCESSES.Event()
                 self._train(job)
             except BaseException as err:  # noqa: BLE001 - a worker must survive any job
                 job.status = Status.FAILED
@@ -479,8 +489,45 @@ class JobPool:
                     job.watchers.clear()
                     job._done.set()
 
+    def _train_on_ray(self, job: Job) -> None:
+        """Train ``job`` in a Ray actor (`stacklab.serve.ray_runs`); as `_train` otherwise."""
+        from . import ray_runs
+
+        actor, reference = ray_runs.start(job.key, (
+            job.trainer.source, job.config, self.budgets, str(self.store.root),
+            self.store.max_bytes, self.threads_per_job, self.worker_nice))
+        done, why, stopping, checked = None, None, False, time.monotonic()
+        try:
+            while done is None and why is None:
+                if time.monotonic() - checked > 2.0:  # closed tabs stop watching while we train
+                    checked = time.monotonic()
+                    self.forget_idle()
+                if job.stop_event.is_set() and not stopping:
+                    ray_runs.stop(actor)
+                    stopping = True
+                finished = ray_runs.ended(reference)
+                for message in ray_runs.poll(actor) if not finished else ():
+                    if message[0] == "done":
+                        done = message
+                    else:
+                        job.report(message)
+                if done is None and finished is not None:
+                    why = finished or "the Ray actor ended without a word"
+                elif done is None:
+                    time.sleep(0.25)
+        except Exception as err:  # noqa: BLE001 - the actor or the cluster went away
+            why = f"the Ray actor could not be reached ({type(err).__name__}: {err})"
+        finally:
+            try:
+                ray_runs.release(actor)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        self._finish(job, done, why)
+
     def _train(self, job: Job) -> None:
         """Train ``job`` in a worker process; relay its progress; take its run when it ends."""
+        if self.ray_address:
+            return self._train_on_ray(job)
         reader, writer = _PROCESSES.Pipe(duplex=False)
         process = _PROCESSES.Process(
             target=worker.train, name=f"stacklab-run-{job.key[:12]}", daemon=True,
@@ -515,12 +562,19 @@ class JobPool:
                 if process.is_alive():
                     process.kill()
                     process.join(timeout=10)
+        why = None
         if done is None:
             code = process.exitcode
             why = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
             if code == -9:
                 why += ", as the system does when memory runs out"
-            job.error = f"the training process ended unexpectedly ({why})"
+            why = f"the training process ended unexpectedly ({why})"
+        self._finish(job, done, why)
+
+    def _finish(self, job: Job, done: tuple | None, why: str | None) -> None:
+        """Take the run a worker handed over (its last message ``done``), or fail ``job``."""
+        if done is None:
+            job.error = why or "the worker ended without a word"
             job.status = Status.FAILED
             log.warning("run %s failed: %s", job.key, job.error)
             return

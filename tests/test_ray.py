@@ -1,0 +1,58 @@
+"""The pool on a real local Ray instance (STACKLAB_RAY_ADDRESS): runs are named actors,
+progress comes back, runs are shared by key, Stop works, a killed actor fails its run."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+
+from stacklab.lab.store import RunStore
+from stacklab.lab.trainer import TrainConfig
+from stacklab.serve.pool import JobPool
+
+ray = pytest.importorskip("ray")
+
+QUICK = TrainConfig(task="position", steps=20)
+LONG = TrainConfig(task="reverse", steps=100_000, target_accuracy=None)
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    pool = JobPool(workers=2, store=RunStore(tmp_path_factory.mktemp("runs")), ray_address="auto")
+    yield pool
+    pool.shutdown()
+    ray.shutdown()
+
+
+def wait_until(predicate, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached")
+
+
+def test_a_run_trains_as_a_named_actor_and_comes_back_whole(pool):
+    job = pool.submit("a", None, dataclasses.replace(LONG, seed=1))
+    wait_until(lambda: job.view().step > 5)  # progress comes back while it trains
+    names = [actor["name"] for actor in ray.util.list_named_actors(all_namespaces=True)]
+    assert f"stacklab-run-{job.key[:12]}" in names
+    assert pool.submit("b", None, dataclasses.replace(LONG, seed=1)) is job  # shared by key
+    pool.stop("a", job.id)
+    assert job.view("b").status == "running"
+    pool.stop("b", job.id)  # the last watcher: Stop reaches the actor
+    assert job.wait(60).status == "stopped" and job.run is not None and job.run.step > 5
+    done = pool.submit("c", None, QUICK).wait(120)
+    assert done.status == "finished" and done.run.history and done.view().pattern is not None
+
+
+def test_a_killed_actor_fails_only_its_run(pool):
+    job = pool.submit("a", None, dataclasses.replace(LONG, seed=2))
+    wait_until(lambda: job.view().step > 5)
+    ray.kill(ray.get_actor(f"stacklab-run-{job.key[:12]}"), no_restart=True)
+    assert job.wait(60).status == "failed" and "Ray actor" in job.view().error
+    assert pool.submit("b", None, dataclasses.replace(QUICK, seed=3)).wait(120).status == "finished"
