@@ -18,6 +18,7 @@ import streamlit as st
 from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from stacklab.core.errors import shown
 from stacklab.lab.keys import is_key
 from stacklab.lab.settings import SETTINGS
 from stacklab.serve.classroom import MAX_LINK_STACK_CHARS, SESSION_TTL_SECONDS
@@ -120,12 +121,11 @@ def start() -> Experiment:
 def open_run(raw: str) -> str | None:
     """Attach this session to the run of a link's ``run=KEY`` (live or stored); a problem
     in words when there is no such run."""
-    shown = raw if len(raw) <= 40 else raw[:40] + "…"
     if not is_key(raw):
-        return f"run={shown!r} is not a run key (32 hex digits); showing the link's settings"
+        return f"run={shown(raw)} is not a run key (32 hex digits); showing the link's settings"
     job = pool().open(owner(), raw)
     if job is None:
-        return (f"run={shown} is not on this server (never trained here, or evicted from "
+        return (f"run={shown(raw)} is not on this server (never trained here, or evicted from "
                 "its store); press Train to train it")
     watch(job)
     return None

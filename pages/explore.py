@@ -64,7 +64,7 @@ download[0].download_button("model.safetensors", lambda: checkpoint_bytes(run.mo
 download[1].download_button("metrics.json", lambda: json.dumps(run.metrics(), indent=2),
                             file_name="metrics.json", mime="application/json",
                             key="explore_metrics", icon=":material/download:")
-download[2].download_button("figures (report.html)", lambda: report_html(run),
+download[2].download_button("figures (report.html)", lambda: report_html(run, job.figures()),
                             file_name="report.html", mime="text/html", key="explore_report",
                             icon=":material/download:")
 

@@ -46,8 +46,9 @@ def _settings_rows(run) -> str:
                    for name, value in rows)
 
 
-def report_html(run) -> str:
-    """The whole report of ``run`` as an HTML page that needs no network to view."""
+def report_html(run, drawn=None) -> str:
+    """The whole report of ``run`` as an HTML page that needs no network to view;
+    ``drawn``: its `run_figures`, when they are already drawn."""
     esc = html.escape
     task = run.task
     parts = [
@@ -68,7 +69,7 @@ def report_html(run) -> str:
         "<h2>Network</h2>",
         f"<pre class='network'>{esc(run.network.table())}</pre>",
     ]
-    for index, (title, caption, figure) in enumerate(run_figures(run)):
+    for index, (title, caption, figure) in enumerate(drawn or run_figures(run)):
         div = pio.to_html(figure, include_plotlyjs=index == 0, full_html=False,
                           config={"displaylogo": False})
         parts.append(f"<section class='figure'><h2>{esc(title)}</h2>"

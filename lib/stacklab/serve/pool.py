@@ -148,11 +148,16 @@ class Job:
             self.history.append(entry)
             if pattern is not None:
                 self._pattern_json = pattern
+        elif message[0] == "pattern" and message[1] is not None:
+            self._pattern_json = message[1]
 
     def pattern_now(self) -> RunFigure | None:
-        """The task's pattern figure at the newest evaluation that has one: rebuilt at most
-        once per evaluation, when a page first asks, and shared by everyone watching."""
-        source = self.run if self.run is not None and not self.status.active else self._pattern_json
+        """The task's pattern figure at the newest evaluation that has one (a run from the
+        store: drawn from its model): rebuilt at most once per figure, when a page first
+        asks, and shared by everyone watching."""
+        source = self._pattern_json
+        if source is None and self.run is not None and not self.status.active:
+            source = self.run
         if source is None or source is self._pattern_drawn:
             return self.pattern
         with self._pattern_lock:
@@ -489,6 +494,15 @@ class JobPool:
                     job.watchers.clear()
                     job._done.set()
 
+    def _forget_idle_every(self, seconds: float, last: float) -> float:
+        """While a worker waits on its run: forget closed tabs every ``seconds`` (when all
+        workers are busy, nothing else does). Returns when it last did."""
+        now = time.monotonic()
+        if now - last <= seconds:
+            return last
+        self.forget_idle()
+        return now
+
     def _train_on_ray(self, job: Job) -> None:
         """Train ``job`` in a Ray actor (`stacklab.serve.ray_runs`); as `_train` otherwise."""
         from . import ray_runs
@@ -499,9 +513,7 @@ class JobPool:
         done, why, stopping, checked = None, None, False, time.monotonic()
         try:
             while done is None and why is None:
-                if time.monotonic() - checked > 2.0:  # closed tabs stop watching while we train
-                    checked = time.monotonic()
-                    self.forget_idle()
+                checked = self._forget_idle_every(2.0, checked)
                 if job.stop_event.is_set() and not stopping:
                     ray_runs.stop(actor)
                     stopping = True
@@ -541,9 +553,7 @@ class JobPool:
             writer.close()
             job.process = process
             while done is None:
-                if time.monotonic() - checked > 2.0:  # closed tabs stop watching while we train
-                    checked = time.monotonic()
-                    self.forget_idle()
+                checked = self._forget_idle_every(2.0, checked)
                 if reader.poll(0.25):
                     message = reader.recv()
                     if message[0] == "done":

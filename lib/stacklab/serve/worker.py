@@ -9,7 +9,8 @@ child process, forked from a server that has already imported torch and stacklab
 - ``("step", step, train_loss)``: progress, at most every `PROGRESS_SECONDS`;
 - ``("eval", step, entry, train_losses, pattern)``: a held-out evaluation, the batch
   losses since the last message, and the task's pattern figure as plotly JSON (drawn at
-  most every `PATTERN_SECONDS`, and at the last evaluation);
+  most every `PATTERN_SECONDS`, else None);
+- ``("pattern", pattern)``: the pattern figure of the model the run ends with;
 - ``("done", status, error, folder)``: the run ended; a finished or diverged run is in the
   run store under its key, any other run in ``folder`` (a private folder of the store),
   read back by the pool.
@@ -82,18 +83,29 @@ def _report(trainer: Trainer, conn, stop) -> None:
 
     def on_eval(run) -> None:
         now = time.monotonic()
-        last = run.step >= run.config.steps or (
-            run.config.target_accuracy is not None
-            and run.history[-1]["accuracy"] >= run.config.target_accuracy)
         pattern = None
-        if last or now - clock["pattern"] >= PATTERN_SECONDS:
+        if now - clock["pattern"] >= PATTERN_SECONDS:
             clock["pattern"] = now
-            figure = pattern_figure(run)
-            if figure is not None:
-                pattern = (figure.title, figure.caption, figure.figure.to_json())
+            pattern = _pattern(run)
         losses = run.train_loss[clock["losses"]:]
         clock["losses"] = len(run.train_loss)
         conn.send(("eval", run.step, run.history[-1], losses, pattern))
 
+    def on_end(run) -> None:  # the figure of the model the run hands over
+        if run.status != Status.FAILED:
+            conn.send(("pattern", _pattern(run)))
+
     trainer.add_callback("on_batch_end", on_batch_end)
     trainer.add_callback("on_eval", on_eval)
+    trainer.add_callback("on_end", on_end)
+
+
+def _pattern(run) -> tuple[str, str, str] | None:
+    """The task's pattern figure as (title, caption, plotly JSON); None if it cannot be drawn
+    (a figure never ends a run)."""
+    try:
+        figure = pattern_figure(run)
+    except (RuntimeError, ValueError) as err:  # StackError is a ValueError
+        print(f"stacklab worker: no pattern figure: {err}", flush=True)
+        return None
+    return None if figure is None else (figure.title, figure.caption, figure.figure.to_json())
