@@ -1,12 +1,9 @@
 """Explore: what the position table of the latest run learned, figure by figure."""
 
-import json
-
 import streamlit as st
 
 import app_state
-from stacklab import Status
-from stacklab.lab.checkpoint import checkpoint_bytes, run_metadata
+from stacklab import StackError, Status
 from stacklab.lab.report_html import report_html
 
 app_state.start()
@@ -52,16 +49,19 @@ elif not run.position_nodes:
             "curves apply: a fixed `sin_pos` has nothing to learn. Add `pos_embed(...)` on the "
             "Build page to see what a table learns.")
 
-with st.spinner("Drawing the figures…"):
-    drawn = job.figures(node)  # drawn once per run, shared by every session that views it
+try:
+    drawn = job.figures(node)  # drawn by the worker; read once per run, shared by every session
+except StackError as err:
+    app_state.show_error(err)
+    st.stop()
 
 
 download = st.columns(3)
 # Each file is made only when its button is clicked (deferred data).
-download[0].download_button("model.safetensors", lambda: checkpoint_bytes(run.model, run_metadata(run)),
+download[0].download_button("model.safetensors", run.checkpoint_bytes,
                             file_name="model.safetensors",
                             key="explore_model", icon=":material/download:")
-download[1].download_button("metrics.json", lambda: json.dumps(run.metrics(), indent=2),
+download[1].download_button("metrics.json", run.metrics_text,
                             file_name="metrics.json", mime="application/json",
                             key="explore_metrics", icon=":material/download:")
 download[2].download_button("figures (report.html)", lambda: report_html(run, job.figures()),

@@ -145,3 +145,30 @@ def test_a_million_row_table_gives_bounded_figures_with_exact_zeros_past_t():
     assert len(bar.y) <= MAX_BARS + 1 and len(fig.to_json()) < 1_000_000
     untrained = [y for y, x in zip(bar.y, bar.x) if x >= 32]
     assert untrained and max(untrained) == 0.0 and "largest of up to" in fig.layout.title.text
+
+
+def test_a_million_row_run_is_drawn_by_its_worker_and_stored_small(tmp_path):
+    """The review's huge table through the pool: the worker draws the figures (the server
+    reads JSON, no tensor), and ``metrics.json`` lists 4,096 rows and summarises the rest
+    (it was 24.8 MiB)."""
+    from stacklab import TrainConfig
+    from stacklab.lab.store import RunStore
+    from stacklab.lab.trainer import METRICS_ROWS
+    from stacklab.serve.classroom import BUDGETS
+    from stacklab.serve.pool import JobPool
+
+    pool = JobPool(workers=1, store=RunStore(tmp_path), budgets=BUDGETS)
+    try:
+        job = pool.submit("a", "embedding(8,1)\npos_embed(1000000)\nlinear(8)",
+                          TrainConfig(task="modular", steps=2, batch_size=1))
+        assert job.wait(120).status == "finished"
+        folder = tmp_path / job.key
+        assert (folder / "figures.json").stat().st_size < 8 << 20
+        assert (folder / "metrics.json").stat().st_size < 512 << 10
+        table = json.loads(job.run.metrics_text())["position_tables"]["n1"]
+        assert table["max_len"] == 1_000_000 and table["rows_listed"] == METRICS_ROWS
+        assert len(table["row_grad_norm"]) == len(table["row_drift"]) == METRICS_ROWS
+        assert table["rest"]["row_grad_norm"] == {"min": 0.0, "max": 0.0, "mean": 0.0}
+        assert len(job.figures()) >= 5 and not hasattr(job.run, "model")
+    finally:
+        pool.shutdown()

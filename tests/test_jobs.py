@@ -209,3 +209,47 @@ def test_a_closed_tab_stops_watching_at_once(tmp_path):
         assert pool.jobs_of("a") == [] and pool.stats()["owners"] <= 1
     finally:
         pool.shutdown()
+
+
+def test_the_server_reads_no_tensor_of_a_run_it_only_shows(pool, monkeypatch):
+    """The worker draws every figure; the pool reads the run without its tensors, so a
+    finished run costs the server its curves and figures, not its model and snapshots."""
+    from stacklab.lab.store import StoredRun
+
+    def no_tensors(self, device="cpu"):
+        raise AssertionError("the server read a run's tensors")
+
+    monkeypatch.setattr(StoredRun, "load", no_tensors)
+    job = pool.submit("a", None, QUICK)
+    assert job.wait(60).status == "finished"
+    assert isinstance(job.run, StoredRun) and not hasattr(job.run, "model")
+    titles = [title for title, _, _ in job.figures()]
+    assert "Cosine similarity of the rows" in titles and job.view().pattern is not None
+    assert job.run.checkpoint_bytes()[8:9] == b"{" and "accuracy" in job.run.metrics_text()
+    # a stopped run is held in its private folder, which goes with the run
+    stopped = pool.submit("b", None, LONG)
+    wait_until(lambda: stopped.step > 3)
+    pool.stop("b", stopped.id)
+    assert stopped.wait(60).status == "stopped" and stopped.figures()
+    folder = stopped.run.folder
+    assert folder.name.startswith(".private-") and folder.is_dir()
+    stopped.run = None
+    import gc
+    gc.collect()
+    assert not folder.exists()
+
+
+def test_a_run_stored_without_figures_is_drawn_once_from_its_tensors(tmp_path):
+    import stacklab
+
+    store = RunStore(tmp_path)
+    run = stacklab.train(task="position", steps=20)
+    store.save(run)  # as the library saves it: no figures.json
+    pool = JobPool(workers=1, store=store)
+    try:
+        job = pool.open("a", run.key)
+        assert job.run.figures() is None
+        assert [t for t, _, _ in job.figures()] == [t for t, _, _ in stacklab.figures.run_figures(run)]
+        assert job.view().pattern.title == stacklab.figures.pattern_figure(run).title
+    finally:
+        pool.shutdown()

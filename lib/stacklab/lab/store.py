@@ -8,8 +8,10 @@ parameters: a server trains a key once and hands the stored result to everyone w
 
 The **store** keeps one folder per key under ``STACKLAB_RUNS`` (default
 ``~/.cache/stacklab/runs``): ``model.safetensors``, ``metrics.json``, ``record.safetensors``
-(initial tables, snapshots, summed gradients) and ``run.json`` (settings, status and
-curves). A folder is written under a temporary name and renamed into place, so a crash
+(initial tables, snapshots, summed gradients), ``run.json`` (settings, status and
+curves) and, for runs a worker trained, ``figures.json`` (every figure, drawn by the worker).
+`RunStore.open` reads a run without its tensors (`StoredRun`): a server shows the status,
+the curves and those figures, and reads the tensors only to draw something new. A folder is written under a temporary name and renamed into place, so a crash
 never leaves a half-written run under a key; a folder that does not read back completely
 is skipped with a log line. The store holds at most ``STACKLAB_RUNS_MAX_BYTES`` (default
 2 GiB): the least recently used runs go first.
@@ -29,8 +31,10 @@ import os
 import shutil
 import time
 import uuid
+import weakref
 from dataclasses import asdict, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from safetensors import safe_open
 from safetensors.torch import save_file
@@ -42,6 +46,9 @@ from .keys import KEY_LENGTH, is_key, run_key
 from .settings import TrainConfig
 from .tasks import get_task
 from .trainer import Run, Status
+
+if TYPE_CHECKING:
+    from ..core.network import Network
 
 log = logging.getLogger("stacklab.store")
 
@@ -99,8 +106,9 @@ class RunStore:
 
     # -- writing ----------------------------------------------------------------------
 
-    def save(self, run) -> Path | None:
-        """Store ``run`` under its key (a finished or diverged run; others are not kept).
+    def save(self, run, figures: dict | None = None) -> Path | None:
+        """Store ``run`` under its key (a finished or diverged run; others are not kept),
+        with its ``figures`` (`stacklab.lab.figures.figures_json`) when they are drawn.
 
         Returns the folder, or None when the run is not kept (its status, or it alone is
         larger than the store). An existing folder for the key is left as it is.
@@ -117,7 +125,7 @@ class RunStore:
         tmp = self.root / f".tmp-{run.key}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
         try:
-            _write_run(tmp, run)
+            _write_run(tmp, run, figures)
             if _folder_bytes(tmp) > self.max_bytes:
                 log.warning("not storing run %s: it alone is larger than the store", run.key)
                 return None
@@ -132,14 +140,33 @@ class RunStore:
         self.evict(keep=run.key)
         return final
 
-    def save_private(self, run) -> Path:
+    def save_private(self, run, figures: dict | None = None) -> Path:
         """Write ``run`` (whatever its status) to a private folder of the store, for one
-        reader to take back (`take_private`): how a stopped run leaves a worker process."""
+        reader to take back (`take_private`, `hold_private`): how a stopped run leaves a
+        worker process."""
         self.root.mkdir(parents=True, exist_ok=True)
         folder = self.root / f".private-{run.key}-{uuid.uuid4().hex[:8]}"
         folder.mkdir()
-        _write_run(folder, run)
+        _write_run(folder, run, figures)
         return folder
+
+    def hold_private(self, folder: str | Path) -> StoredRun | None:
+        """The run in a private folder written by `save_private`, read without its tensors;
+        the folder goes when the returned `StoredRun` is dropped (or, untouched for an
+        hour, at the next eviction)."""
+        folder = Path(folder)
+        name = folder.name
+        if folder.parent != self.root or not name.startswith(".private-"):
+            return None
+        try:
+            held = StoredRun(folder, name.split("-")[1])
+        except Exception as err:  # noqa: BLE001 - damage means: no run
+            log.warning("ignoring the private run folder %s: %s: %s", name, type(err).__name__,
+                        err)
+            shutil.rmtree(folder, ignore_errors=True)
+            return None
+        weakref.finalize(held, shutil.rmtree, folder, True)
+        return held
 
     def take_private(self, folder: str | Path, device: str | None = "cpu") -> Run | None:
         """The run in a private folder written by `save_private`; the folder is removed."""
@@ -175,7 +202,7 @@ class RunStore:
 
     def _clear_stale_tmp(self) -> None:
         now = time.time()
-        for path in [*self.root.glob(".tmp-*"), *self.root.glob(".private-*")]:
+        for path in [*self.root.glob(".tmp-*"), *self.root.glob(".private-*")]:  # held: touched
             try:
                 if now - path.stat().st_mtime > _STALE_TMP_SECONDS:
                     shutil.rmtree(path, ignore_errors=True)
@@ -183,6 +210,21 @@ class RunStore:
                 pass
 
     # -- reading ----------------------------------------------------------------------
+
+    def open(self, key: str) -> StoredRun | None:
+        """The stored run of ``key`` without its tensors, or None (as `load`)."""
+        if not is_key(key):
+            return None
+        folder = self.root / key
+        try:
+            if not (folder / "run.json").is_file():
+                return None
+            stored = StoredRun(folder, key)
+        except Exception as err:  # noqa: BLE001 - any damage means: not a stored run
+            log.warning("ignoring the stored run %s: %s: %s", key, type(err).__name__, err)
+            return None
+        _touch(folder)
+        return stored
 
     def load(self, key: str, device: str | None = "cpu") -> Run | None:
         """The stored `Run` of ``key``, or None (unknown key, or a folder that does not read
@@ -201,7 +243,62 @@ class RunStore:
         return run
 
 
-def _write_run(folder: Path, run) -> None:
+class StoredRun:
+    """A run in the store, read without its tensors: its settings, status and curves (the
+    attributes of a `Run` that need no tensor), the figures its worker drew, and its files.
+    `load` reads the model and the record, for drawing what ``figures.json`` lacks."""
+
+    def __init__(self, folder: Path, key: str):
+        record, config, network = _read_record(folder, key)
+        self.folder = folder
+        self.key = key
+        self.config = config
+        self.network = network
+        self.task = get_task(config.task)
+        self.device = record["device"]
+        self.status = Status(record["status"])
+        self.step = int(record["step"])
+        self.seconds = float(record["seconds"])
+        self.error = record["error"]
+        self.history = [dict(entry) for entry in record["history"]]
+        self.train_loss = [(int(step), float(loss)) for step, loss in record["train_loss"]]
+        self.position_nodes = list(record["snapshot_steps"])
+        self._figures: dict | None = None
+
+    final = Run.final
+
+    def figures(self) -> dict | None:
+        """What `stacklab.lab.figures.figures_json` gave when the run was stored (None for
+        a run stored without them)."""
+        if self._figures is None:
+            path = self.folder / "figures.json"
+            if not path.is_file():
+                return None
+            self._figures = json.loads(path.read_text(encoding="utf-8"))
+        return self._figures
+
+    def metrics_text(self) -> str:
+        """The run's ``metrics.json``, as stored."""
+        _touch(self.folder)
+        return (self.folder / "metrics.json").read_text(encoding="utf-8")
+
+    def checkpoint_bytes(self) -> bytes:
+        """The run's ``model.safetensors``, as stored."""
+        _touch(self.folder)
+        return (self.folder / "model.safetensors").read_bytes()
+
+    def load(self, device: str | None = "cpu") -> Run:
+        """The whole `Run`, tensors included; raises `StackError` when the files are gone
+        (evicted from the store, or a stopped run's folder cleared)."""
+        try:
+            _touch(self.folder)
+            return _read_run(self.folder, self.key, device)
+        except Exception as err:  # noqa: BLE001 - any damage means: no longer stored
+            raise StackError("E_VALUE", f"run {self.key} is no longer in the run store "
+                             f"({type(err).__name__})", hint="train it again") from err
+
+
+def _write_run(folder: Path, run, figures: dict | None = None) -> None:
     network = run.network
     save_checkpoint(folder / "model.safetensors", run.model, run_metadata(run))
     tensors = {}
@@ -230,6 +327,8 @@ def _write_run(folder: Path, run) -> None:
         "snapshot_steps": steps,
     }
     _write_text(folder / "metrics.json", json.dumps(run.metrics(), indent=2) + "\n")
+    if figures is not None:
+        _write_text(folder / "figures.json", json.dumps(figures) + "\n")
     _write_text(folder / "run.json", json.dumps(record) + "\n")  # last: it marks the run whole
 
 
@@ -240,7 +339,9 @@ def _write_text(path: Path, text: str) -> None:
         os.fsync(handle.fileno())
 
 
-def _read_run(folder: Path, key: str, device: str | None) -> Run:
+def _read_record(folder: Path, key: str) -> tuple[dict, TrainConfig, "Network"]:
+    """``run.json`` of ``folder``, checked to be a whole run of ``key``, with its settings
+    and resolved network."""
     if (folder / "run.json").stat().st_size > _RUN_JSON_MAX_BYTES:
         raise ValueError("run.json is too large")
     record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
@@ -252,6 +353,11 @@ def _read_run(folder: Path, key: str, device: str | None) -> Run:
                       dtype=config.dtype)
     if run_key(network, config, record["device"]) != key:
         raise ValueError("the stored settings do not give this key")
+    return record, config, network
+
+
+def _read_run(folder: Path, key: str, device: str | None) -> Run:
+    record, config, network = _read_record(folder, key)
     model = network.build(device=device)
     model.load_state_dict(load_state(folder / "model.safetensors", network))
     run = Run(config=config, task=get_task(config.task), network=network, model=model,

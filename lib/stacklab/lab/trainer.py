@@ -84,6 +84,9 @@ def fit_network(source: str, task: Task, seq_len: int, *, dtype: str = "float32"
     return network
 
 
+METRICS_ROWS = 4096  # rows listed per table in metrics.json (the longest T the settings allow)
+
+
 @dataclass
 class Run:
     """One training run: settings, model, and everything recorded along the way."""
@@ -125,7 +128,9 @@ class Run:
         return (self.table(node) - self.initial_tables[node]).norm(dim=1)
 
     def metrics(self) -> dict:
-        """The ``metrics.json`` record (SPEC §8)."""
+        """The ``metrics.json`` record (SPEC §8). A table longer than `METRICS_ROWS` rows
+        lists its first `METRICS_ROWS` (every trained row among them) and summarises the
+        rest (``rows_listed``, ``rest``), so the file stays small for any table."""
         return {
             "task": self.task.name,
             "seq_len": self.config.seq_len,
@@ -134,15 +139,20 @@ class Run:
             "device": self.device,
             "final": self.final,
             "history": list(self.history),
-            "position_tables": {
-                node: {
-                    "max_len": int(self.initial_tables[node].shape[0]),
-                    "row_grad_norm": self.row_grad_norm[node].tolist(),
-                    "row_drift": self.row_drift(node).tolist(),
-                }
-                for node in self.position_nodes
-            },
+            "position_tables": {node: self._table_metrics(node) for node in self.position_nodes},
         }
+
+    def _table_metrics(self, node: str) -> dict:
+        grad, drift = self.row_grad_norm[node], self.row_drift(node)
+        listed = {"max_len": int(grad.shape[0]), "row_grad_norm": grad[:METRICS_ROWS].tolist(),
+                  "row_drift": drift[:METRICS_ROWS].tolist()}
+        if grad.shape[0] > METRICS_ROWS:
+            listed["rows_listed"] = METRICS_ROWS
+            listed["rest"] = {name: {"min": float(values[METRICS_ROWS:].min()),
+                                     "max": float(values[METRICS_ROWS:].max()),
+                                     "mean": float(values[METRICS_ROWS:].mean())}
+                              for name, values in (("row_grad_norm", grad), ("row_drift", drift))}
+        return listed
 
 
 class Trainer:

@@ -44,9 +44,9 @@ from typing import Callable
 import plotly.io
 
 from ..core.errors import StackError
-from ..lab.figures import RunFigure, pattern_figure, run_figures
-from ..lab.store import STORED_STATUSES, RunStore
-from ..lab.trainer import Run, Status, TrainConfig, Trainer
+from ..lab.figures import RunFigure, figures_from_json, pattern_figure, run_figures
+from ..lab.store import STORED_STATUSES, RunStore, StoredRun
+from ..lab.trainer import Status, TrainConfig, Trainer
 from . import worker
 from ..lab.budgets import Budgets
 from .classroom import (BUDGETS, FINISHED_RUNS_KEPT, MAX_QUEUED_RUNS, RUNS_KEPT_PER_SESSION,
@@ -107,12 +107,12 @@ class JobView:
 class Job:
     """One training run (one key), watched by the owners who asked for it."""
 
-    def __init__(self, job_id: int, trainer: Trainer | None = None, run: Run | None = None):
+    def __init__(self, job_id: int, trainer: Trainer | None = None, run: StoredRun | None = None):
         """A job that will train with ``trainer``, or one whose ``run`` is already done."""
         self.id = job_id
         self.key = trainer.key if trainer is not None else run.key
         self.trainer = trainer  # checked here; the training itself runs in a worker process
-        self.run: Run | None = run  # the whole run, once it has ended
+        self.run: StoredRun | None = run  # the run once it has ended, tensors left on disk
         self.status = Status.QUEUED if run is None else run.status
         self.error: str | None = None if run is None else run.error
         self.watchers: set[str] = set()  # owners who asked for it and still watch
@@ -152,11 +152,11 @@ class Job:
             self._pattern_json = message[1]
 
     def pattern_now(self) -> RunFigure | None:
-        """The task's pattern figure at the newest evaluation that has one (a run from the
-        store: drawn from its model): rebuilt at most once per figure, when a page first
-        asks, and shared by everyone watching."""
+        """The task's pattern figure at the newest evaluation that has one; once the run
+        has ended, the one its worker drew of the final model. Rebuilt at most once per
+        figure, when a page first asks, and shared by everyone watching."""
         source = self._pattern_json
-        if source is None and self.run is not None and not self.status.active:
+        if self.run is not None and not self.status.active:
             source = self.run
         if source is None or source is self._pattern_drawn:
             return self.pattern
@@ -167,19 +167,34 @@ class Job:
                         title, caption, figure = source
                         self.pattern = RunFigure(title, caption, plotly.io.from_json(figure))
                     else:
-                        self.pattern = pattern_figure(source)
+                        self.pattern = next(iter(self._drawn("pattern")), None)
                 except (RuntimeError, ValueError, StackError) as err:  # a figure never ends a run
                     log.warning("pattern figure of run %s: %s", self.key, err)
                 self._pattern_drawn = source
         return self.pattern
 
     def figures(self, node: str | None = None) -> list[RunFigure]:
-        """Every figure of the finished run (`run_figures`), drawn once per run and node and
-        shared by every session that views it."""
+        """Every figure of the finished run (`run_figures`) for ``node``: as its worker drew
+        them, else drawn here once; shared by every session that views it. Raises
+        `StackError` when the run has left the store since."""
         with self._pattern_lock:
             if node not in self._figures:
-                self._figures[node] = run_figures(self.run, node)
+                self._figures[node] = self._drawn(node)
             return self._figures[node]
+
+    def _drawn(self, node: str | None) -> list[RunFigure]:
+        """The figures the worker stored (``"pattern"``: the pattern figure); drawn from
+        the run's tensors, read for this and let go, when it stored none."""
+        drawn = self.run.figures()
+        found = figures_from_json(drawn, node) if drawn is not None else None
+        if found is not None:
+            return found
+        log.info("drawing the figures of run %s (%s) in the server", self.key, node)
+        run = self.run.load()
+        if node == "pattern":
+            pattern = pattern_figure(run)
+            return [pattern] if pattern is not None else []
+        return run_figures(run, node)
 
     def view(self, owner: str | None = None) -> JobView:
         position = self._pool.position(self) if self._pool and self.status == Status.QUEUED else None
@@ -404,8 +419,8 @@ class JobPool:
         return None
 
     def _from_store(self, key: str) -> Job | None:
-        """A finished job from the run store (read outside the lock: it builds a model)."""
-        run = self.store.load(key)
+        """A finished job from the run store (read outside the lock: it resolves the stack)."""
+        run = self.store.open(key)
         if run is None:
             return None
         log.info("run %s from the store", key)
@@ -589,7 +604,7 @@ class JobPool:
             log.warning("run %s failed: %s", job.key, job.error)
             return
         _, status, error, folder = done
-        run = self.store.load(job.key) if folder is None else self.store.take_private(folder)
+        run = self.store.open(job.key) if folder is None else self.store.hold_private(folder)
         if run is None and status != str(Status.FAILED):
             job.error = ("the run trained but could not be read back from the run store "
                          f"({self.store.root}); see the server's log")

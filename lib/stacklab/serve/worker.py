@@ -10,10 +10,10 @@ child process, forked from a server that has already imported torch and stacklab
 - ``("eval", step, entry, train_losses, pattern)``: a held-out evaluation, the batch
   losses since the last message, and the task's pattern figure as plotly JSON (drawn at
   most every `PATTERN_SECONDS`, else None);
-- ``("pattern", pattern)``: the pattern figure of the model the run ends with;
 - ``("done", status, error, folder)``: the run ended; a finished or diverged run is in the
   run store under its key, any other run in ``folder`` (a private folder of the store),
-  read back by the pool.
+  with every figure drawn here (``figures.json``): the pool reads the run without its
+  tensors and draws nothing.
 
 The pool asks for a stop by setting an event, checked after every step.
 """
@@ -26,7 +26,7 @@ import time
 import torch
 
 from ..lab.budgets import Budgets
-from ..lab.figures import pattern_figure
+from ..lab.figures import figures_json, pattern_figure
 from ..lab.store import STORED_STATUSES, RunStore
 from ..lab.trainer import Status, TrainConfig, Trainer
 
@@ -54,9 +54,10 @@ def train(conn, stop, source: str | None, config: TrainConfig, budgets: Budgets,
         trainer = Trainer(source, config, budgets=budgets)
         _report(trainer, conn, stop)
         run = trainer.run()
+        figures = _figures(run)
         try:
-            kept = run.status in STORED_STATUSES and store.save(run) is not None
-            folder = None if kept else str(store.save_private(run))
+            kept = run.status in STORED_STATUSES and store.save(run, figures) is not None
+            folder = None if kept else str(store.save_private(run, figures))
         except OSError as err:  # the run trained; it cannot be handed over, and says why
             conn.send(("done", str(Status.FAILED), f"the run trained ({run.status}, step "
                        f"{run.step}) but the run store at {store_root} cannot be written: "
@@ -91,13 +92,20 @@ def _report(trainer: Trainer, conn, stop) -> None:
         clock["losses"] = len(run.train_loss)
         conn.send(("eval", run.step, run.history[-1], losses, pattern))
 
-    def on_end(run) -> None:  # the figure of the model the run hands over
-        if run.status != Status.FAILED:
-            conn.send(("pattern", _pattern(run)))
-
     trainer.add_callback("on_batch_end", on_batch_end)
     trainer.add_callback("on_eval", on_eval)
-    trainer.add_callback("on_end", on_end)
+
+
+def _figures(run) -> dict | None:
+    """Every figure of the run (`figures_json`), or None if they cannot be drawn: the server
+    then draws them itself when a page asks."""
+    if run.status == Status.FAILED:
+        return None
+    try:
+        return figures_json(run)
+    except (RuntimeError, ValueError) as err:  # StackError is a ValueError
+        print(f"stacklab worker: no figures: {err}", flush=True)
+        return None
 
 
 def _pattern(run) -> tuple[str, str, str] | None:

@@ -19,7 +19,8 @@ is float32, which plotly encodes as base64, so a 2048-row heatmap is well under 
 True
 """
 
-from .catalog import FIGURES, FigureContext, FigureSpec, RunFigure, pattern_figure, run_figures
+from .catalog import (FIGURES, FigureContext, FigureSpec, RunFigure, figures_from_json, figures_json,
+                      pattern_figure, run_figures)
 from .curves import length_probe_plot, training_curves
 from .heatmaps import (attention_heatmap, learned_vs_sinusoidal, positional_attention_heatmap,
                        query_key_heatmap, similarity_heatmap, snapshot_heatmaps)
@@ -29,6 +30,6 @@ from .style import ANIMATION_CELLS, MAX_CELLS, MAX_FRAMES, MAX_TABLE_ROWS
 __all__ = ["similarity_heatmap", "query_key_heatmap", "positional_attention_heatmap",
            "attention_heatmap", "snapshot_heatmaps", "grad_norm_plot", "drift_plot", "pca_plot",
            "length_probe_plot", "learned_vs_sinusoidal", "training_curves", "run_figures",
-           "pattern_figure",
+           "pattern_figure", "figures_json", "figures_from_json",
            "RunFigure", "FigureSpec", "FigureContext", "FIGURES", "MAX_CELLS", "ANIMATION_CELLS",
            "MAX_FRAMES", "MAX_TABLE_ROWS"]

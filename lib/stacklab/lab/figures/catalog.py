@@ -12,6 +12,7 @@ from functools import cached_property
 from typing import Callable, NamedTuple
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from ...core.errors import StackError
 from .. import analysis
@@ -210,3 +211,31 @@ def run_figures(run, node: str | None = None) -> list[RunFigure]:
     ctx = _context(run, node)
     return [RunFigure(spec.title, spec.caption(ctx), spec.draw(ctx)) for spec in FIGURES
             if (ctx.node is not None or not spec.needs_table) and spec.applies(ctx)]
+
+
+def figures_json(run) -> dict:
+    """Every figure of ``run``, for each of its position tables, and its pattern figure, as
+    plotly JSON (``{"pattern": [title, caption, json] | None, "nodes": {node: [...]}}``, node
+    ``""`` for a run without a table): what a worker stores with a run, so the server that
+    shows it draws nothing and reads none of its tensors (`figures_from_json`)."""
+
+    def encoded(figures):
+        return [[title, caption, figure.to_json()] for title, caption, figure in figures]
+
+    pattern = pattern_figure(run)
+    return {"pattern": encoded([pattern])[0] if pattern is not None else None,
+            "nodes": {node: encoded(run_figures(run, node))
+                      for node in run.position_nodes or [""]}}
+
+
+def figures_from_json(drawn: dict, node: str | None = None) -> list[RunFigure] | None:
+    """The figures of ``node`` (default: the first) in ``figures_json``'s ``drawn``; the
+    pattern figure for ``node="pattern"``; None when ``drawn`` lacks them."""
+    if node == "pattern":
+        found = [drawn["pattern"]] if drawn.get("pattern") else []
+    else:
+        nodes = drawn.get("nodes", {})
+        found = nodes.get(node) if node is not None else next(iter(nodes.values()), None)
+    if found is None:
+        return None
+    return [RunFigure(title, caption, pio.from_json(figure)) for title, caption, figure in found]
