@@ -10,7 +10,11 @@ clock stops when the run is finished and its pattern figure is drawn beside the 
 - **idle**: one student alone on the idle server;
 - **one link**: 30 students open the same `reverse` link, arriving over 10 s (one training
   should serve them all; the server's log counts trainings);
-- **30 seeds**: 30 students who each changed the seed (30 different runs).
+- **30 seeds**: 30 students who each changed the seed (30 different runs);
+- **30 seeds + hostile**: the same with other seeds, plus one hostile student among them
+  who opens the review's worst links (issue 11): a stack whose snapshots would take 656 MiB,
+  a run of days (both must be refused before Train), and a million-row table, trained and
+  then opened on Explore. The others' numbers are compared with the plain 30 seeds.
 
 Meanwhile one more page edits its stack on the Build page over and over and times each
 round trip (commit the edit -> the new parameter count on screen). Also reported: server
@@ -164,6 +168,42 @@ async def student(browser, url: str, delay: float, result: dict) -> None:
         await context.close()
 
 
+HOSTILE = {  # the classroom review's worst links: what each must lead to
+    "snapshots": ({"task": "modular", "stack": "embedding(8, 1024)\npos_embed(4096)\nlinear(8)",
+                   "input": "B,32", "seq_len": 32, "steps": 40, "batch_size": 1}, "E_BUDGET"),
+    "days_of_work": ({"task": "reverse", "input": "B,512", "seq_len": 512, "batch_size": 1,
+                      "stack": "embedding(16, 2048)\n" + "linear(2048)\n" * 15 + "linear(16)",
+                      "steps": 20000}, "E_BUDGET"),
+    "million_rows": ({"task": "modular", "stack": "embedding(8,1)\npos_embed(1000000)\nlinear(8)",
+                      "steps": 2, "batch_size": 1}, "explored"),
+}
+
+
+async def hostile(browser, base: str, result: dict) -> None:
+    """One student opening the review's worst links, one after another (see `HOSTILE`)."""
+    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = await context.new_page()
+    for name, (settings, expected) in HOSTILE.items():
+        started = time.monotonic()
+        try:
+            await page.goto(f"{base}/train?" + urlencode(settings), timeout=300_000)
+            if expected == "E_BUDGET":
+                await page.get_by_text("E_BUDGET").first.wait_for(timeout=300_000)
+                outcome = "refused (E_BUDGET)"
+            else:
+                await page.get_by_role("button", name="Train", exact=True).click(timeout=300_000)
+                await page.get_by_text("Status: finished").first.wait_for(timeout=300_000)
+                await page.get_by_text("Explore what the table learned").first.click()
+                await page.get_by_text("Gradient per row").first.wait_for(timeout=300_000)
+                outcome = "explored"
+        except Exception as err:  # noqa: BLE001 - a load test reports, it does not stop
+            outcome = f"error: {type(err).__name__}: {err}"[:200]
+        result[name] = {"outcome": outcome, "as_expected": outcome.startswith(
+            "refused" if expected == "E_BUDGET" else expected),
+            "seconds": round(time.monotonic() - started, 1)}
+    await context.close()
+
+
 async def editor(browser, base: str, stop: asyncio.Event, samples: list[float]) -> None:
     """Edit the Build page's stack over and over; time commit -> new report on screen."""
     context = await browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -215,8 +255,9 @@ def lowest_priority(enabled: bool):
 
 
 async def scenario(p, students_p, base: str, server, log: Path, links: list[str],
-                   edits: bool) -> dict:
-    """Students open ``links`` (one each) over ``ARRIVAL_SECONDS``; what they waited for."""
+                   edits: bool, with_hostile: bool = False) -> dict:
+    """Students open ``links`` (one each) over ``ARRIVAL_SECONDS``; what they waited for
+    (and, ``with_hostile``, what the hostile student met)."""
     browser = await p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
     students_browser = await students_p.chromium.launch(
         executable_path=low_priority_chromium(STUDENT_NICE), args=FLAGS)
@@ -233,6 +274,9 @@ async def scenario(p, students_p, base: str, server, log: Path, links: list[str]
     spread = ARRIVAL_SECONDS / max(1, len(links) - 1) if len(links) > 1 else 0.0
     students = [asyncio.create_task(student(students_browser, link, i * spread, result))
                 for i, (link, result) in enumerate(zip(links, results))]
+    met: dict = {}
+    if with_hostile:
+        students.append(asyncio.create_task(hostile(students_browser, base, met)))
     while not all(t.done() for t in students):
         peak = max(peak, rss_mib(server.pid))
         await asyncio.sleep(0.5)
@@ -258,6 +302,8 @@ async def scenario(p, students_p, base: str, server, log: Path, links: list[str]
             for name in ("page_loaded", "train_button_shown", "clicked", "finished_shown")
             if any(name in r.get("phases", {}) for r in results)},
     }
+    if with_hostile:
+        report["hostile_student"] = met
     errors = [r["error"] for r in results if "error" in r]
     if errors:
         report["errors"] = errors[:5]
@@ -317,6 +363,9 @@ async def main() -> dict:
             report["thirty_seeds"] = await scenario(
                 p, students_p, base, server, log, [link(seed=2000 + i) for i in range(SESSIONS)],
                 False)
+            report["thirty_seeds_with_hostile"] = await scenario(
+                p, students_p, base, server, log, [link(seed=3000 + i) for i in range(SESSIONS)],
+                False, with_hostile=True)
         await students_playwright.__aexit__(None, None, None)
         # closed tabs: wait for Streamlit's session TTL and the pool's, then look again
         await asyncio.sleep(SESSION_TTL * 2 + 10)
@@ -349,6 +398,12 @@ def verdict(result: dict) -> dict[str, bool]:
         "thirty_seeds_p95_under_90s": p95("thirty_seeds") <= 90.0,
         "thirty_seeds_all_finished": result.get("thirty_seeds", {}).get("statuses", {}).get(
             "finished") == SESSIONS,
+        "hostile_student_handled": all(outcome["as_expected"] for outcome in result.get(
+            "thirty_seeds_with_hostile", {}).get("hostile_student", {"-": {"as_expected": False}})
+            .values()),
+        "hostile_did_not_move_the_others": p95("thirty_seeds_with_hostile")
+        <= 1.15 * p95("thirty_seeds") and result.get("thirty_seeds_with_hostile", {}).get(
+            "statuses", {}).get("finished") == SESSIONS,
         "edit_p95_under_1s": one.get("build_edit_round_trip_s", {}).get("p95", 99) < 1.0,
         "app_within_1_1x_of_cli": (result.get("training_steps_per_s", {}).get("cli_over_app")
                                    or 99) <= 1.1,
