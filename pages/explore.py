@@ -68,7 +68,9 @@ download[2].download_button("figures (report.html)", lambda: report_html(run, jo
                             file_name="report.html", mime="text/html", key="explore_report",
                             icon=":material/download:")
 
-for index, (title, caption, figure) in enumerate(drawn):
-    st.subheader(title)
-    st.caption(app_state.plain(caption, 1000))
-    st.plotly_chart(figure, key=f"explore_{job.id}_{node}_{index}")
+for index, drawn_figure in enumerate(drawn):
+    st.subheader(drawn_figure.title)
+    if drawn_figure.score:
+        st.markdown(f"**{app_state.plain(drawn_figure.score, 300)}**")
+    st.caption(app_state.plain(drawn_figure.caption, 1000))
+    st.plotly_chart(drawn_figure.figure, key=f"explore_{job.id}_{node}_{index}")

@@ -135,7 +135,8 @@ def status_panel():
         left.plotly_chart(curves(now), key=f"train_curves_{now.id}")
         if now.pattern is not None:
             right.plotly_chart(now.pattern.figure, key=f"train_pattern_{now.id}")
-            right.caption(f"**{now.pattern.title}** at step {now.history[-1]['step']}: "
+            score = f" — {app_state.plain(now.pattern.score, 300)}" if now.pattern.score else ""
+            right.caption(f"**{now.pattern.title}** at step {now.history[-1]['step']}{score}: "
                           f"{app_state.plain(now.pattern.caption, 1000)}")
     if not now.active and current.run is not None:
         app_state.keep_run(current)

@@ -39,7 +39,12 @@ def test_metrics_follow_the_schema_and_rows_beyond_t_are_zero(reverse_run):
     assert set(metrics["final"]) == {"accuracy", "loss"} and metrics["final"]["accuracy"] >= 0.99
     assert all(set(h) == {"step", "loss", "accuracy"} for h in metrics["history"])
     [(node, table)] = metrics["position_tables"].items()
-    assert set(table) == {"max_len", "row_grad_norm", "row_drift"}
+    assert set(table) == {"max_len", "row_grad_norm", "row_drift", "scores"}
+    scores = table["scores"]
+    assert set(scores) == {"cosine_by_distance", "translation_invariance", "monotonicity",
+                           "symmetry", "position_probe_error", "pattern"}
+    assert scores["pattern"]["name"] == "partner_attention" and scores["pattern"]["value"] > 0.5
+    assert len(scores["cosine_by_distance"]["value"]) == len(scores["cosine_by_distance"]["init"]) == 15
     assert table["max_len"] == len(table["row_grad_norm"]) == len(table["row_drift"]) == 32
     assert all(g > 0 for g in table["row_grad_norm"][:16])
     assert all(g == 0 for g in table["row_grad_norm"][16:])

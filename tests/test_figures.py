@@ -10,6 +10,7 @@ import json
 import numpy as np
 import plotly.graph_objects as go
 import pytest
+import torch
 
 from stacklab import analysis, figures
 from stacklab.lab.report_html import report_html
@@ -97,19 +98,34 @@ def test_dot_heatmap_holds_the_dot_products(modular):
         figures.similarity_heatmap(table, "euclid")
 
 
-def test_2048_row_heatmap_is_binned_and_compact(long_table):
+def test_2048_row_heatmap_is_zoomed_exact_and_compact(long_table):
     table = long_table.table("n1")  # (2048, 16)
     fig = figures.similarity_heatmap(table, trained_len=T)
-    size = len(fig.to_json())
-    assert size < 1_000_000, size
+    assert len(fig.to_json()) < 1_000_000
     z = fig.data[0].z
-    assert z.shape == (342, 342)  # 6 rows per cell
-    assert fig.data[0].x[:2] == ("0-5", "6-11") and fig.data[0].x[-1] == "2046-2047"
-    assert "rows %{y}" in fig.data[0].hovertemplate and "6 × 6 rows" in fig.layout.title.text
-    full = analysis.similarity(table).numpy()
-    assert z[1, 2] == pytest.approx(full[6:12, 12:18].mean(), abs=1e-5)
-    assert z[-1, -1] == pytest.approx(full[2046:, 2046:].mean(), abs=1e-5)
-    assert shape_positions(fig, "x") == [T / 6 - 0.5]
+    assert z.shape == (384, 384)  # the first 384 rows, one real pair per cell
+    np.testing.assert_allclose(z, analysis.similarity(table[:384]).numpy(), atol=1e-5)
+    assert "zoomed on rows 0-383 of 2,048" in fig.layout.title.text
+    assert shape_positions(fig, "x") == [T - 0.5]
+
+
+@pytest.mark.parametrize("rows", [1024, 2048])
+def test_long_periodic_tables_keep_their_stripes(rows):
+    """Finding 3: block-averaging took a period-8 table's contrast from 0.366 to 0.127 at
+    1,024 rows and 0.028 at 2,048, and a random table's diagonal to 0.33."""
+    generator = torch.Generator().manual_seed(0)
+    period = torch.randn(8, 16, generator=generator)
+    table = period.repeat(rows // 8, 1) + 0.8 * torch.randn(rows, 16, generator=generator)
+    z = np.asarray(figures.similarity_heatmap(table).data[0].z)
+    n = z.shape[0]
+    distance = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
+    contrast = z[(distance % 8 == 0) & (distance > 0)].mean() - z[distance % 8 != 0].mean()
+    exact = analysis.similarity(table[:n]).numpy()
+    expected = (exact[(distance % 8 == 0) & (distance > 0)].mean()
+                - exact[distance % 8 != 0].mean())
+    assert contrast == pytest.approx(expected, abs=1e-5) and contrast > 0.3
+    random = figures.similarity_heatmap(torch.randn(rows, 16, generator=generator)).data[0].z
+    np.testing.assert_allclose(np.diagonal(np.asarray(random)), 1.0, atol=1e-5)
 
 
 # --- query-key and snapshots ------------------------------------------------------------
@@ -121,9 +137,11 @@ def test_query_key_heatmap_shows_positional_attention(reverse, modular):
     assert np.allclose(np.asarray(fig.data[0].z), expected, atol=1e-5)
     assert np.allclose(expected.sum(1), 1.0, atol=1e-5)
     assert figures.query_key_heatmap(modular, "n1") is None  # modular's preset has no attention
-    measured = figures.attention_heatmap(reverse)
+    weights, sequences = analysis.attention_map(reverse)
+    measured = figures.attention_heatmap(weights, sequences)
     assert np.allclose(np.asarray(measured.data[0].z).sum(1), 1.0, atol=1e-4)
-    assert figures.attention_heatmap(modular) is None
+    assert f"{sequences} held-out sequences" in measured.layout.title.text
+    assert analysis.attention_map(modular) is None
 
 
 def test_snapshot_heatmaps_frames_and_slider_follow_the_snapshots(modular):
@@ -192,7 +210,7 @@ def test_drift_plot_with_weight_decay_says_untrained_rows_move():
 def test_pca_plot_titles_give_explained_variance(modular, dims):
     table = modular.table("n1")
     fig = figures.pca_plot(table, trained_len=T, dims=dims)
-    explained = analysis.pca(table, dims).explained
+    explained = analysis.pca(table, dims, fit_rows=T).explained
     axes = ([fig.layout.xaxis, fig.layout.yaxis] if dims == 2 else
             [fig.layout.scene.xaxis, fig.layout.scene.yaxis, fig.layout.scene.zaxis])
     for i, axis in enumerate(axes):
@@ -203,7 +221,7 @@ def test_pca_plot_titles_give_explained_variance(modular, dims):
     assert list(untrained.customdata) == list(range(T, 64))
     assert trained.marker.symbol != untrained.marker.symbol
     assert list(trained.marker.color) == list(range(T))  # coloured by position
-    expected = analysis.pca(table, dims).coords.numpy()
+    expected = analysis.pca(table, dims, fit_rows=T).coords.numpy()
     np.testing.assert_allclose(trained.x, expected[:T, 0], atol=1e-5)
     with pytest.raises(ValueError):
         figures.pca_plot(table, dims=4)
@@ -218,11 +236,14 @@ def test_pca_plot_of_modular_repeats_every_8_rows(modular):
 def test_length_probe_plot_has_one_point_per_position_and_a_cliff(modular):
     probe = analysis.length_probe(modular)
     fig = figures.length_probe_plot(probe)
-    assert probe.probe_len == 64 and len(fig.data[0].y) == probe.probe_len
-    np.testing.assert_allclose(fig.data[0].y, probe.accuracy.numpy())
+    baseline, trained = fig.data
+    assert probe.probe_len == 64 and len(trained.y) == probe.probe_len
+    np.testing.assert_allclose(trained.y, probe.accuracy.numpy())
+    np.testing.assert_allclose(baseline.y, probe.baseline.numpy())
     assert shape_positions(fig, "x") == [T - 0.5]
     assert probe.inside > 0.9 and probe.beyond < 0.5  # the cliff
-    assert "never trained" in annotation_text(fig)
+    assert probe.baseline_inside < 0.3  # with the tables at init, the positions are lost
+    assert "inside T: 100%" in annotation_text(fig) and "past T" in annotation_text(fig)
 
 
 def test_learned_vs_sinusoidal_compares_same_size_tables(modular):
@@ -230,10 +251,12 @@ def test_learned_vs_sinusoidal_compares_same_size_tables(modular):
     fig = figures.learned_vs_sinusoidal(table, T)
     learned, sinusoidal = fig.data
     assert learned.z.shape == sinusoidal.z.shape == (T, T)
-    np.testing.assert_allclose(learned.z, analysis.similarity(table[:T]).numpy(), atol=1e-5)
-    np.testing.assert_allclose(sinusoidal.z,
-                               analysis.similarity(analysis.sinusoidal_table(T, 32)).numpy(),
+    np.testing.assert_allclose(learned.z, analysis.similarity(table[:T], "centred").numpy(),
                                atol=1e-5)
+    np.testing.assert_allclose(
+        sinusoidal.z, analysis.similarity(analysis.sinusoidal_table(T, 32), "centred").numpy(),
+        atol=1e-5)
+    assert "resemblance r = " in fig.layout.title.text
     assert learned.xaxis != sinusoidal.xaxis  # side by side
 
 
@@ -254,23 +277,25 @@ def test_training_curves_follow_history(modular):
 
 
 def test_run_figures_lists_what_applies(modular_figures, reverse):
-    titles = [title for title, _, _ in modular_figures]
-    assert titles == ["Training curves", "Cosine similarity of the rows",
+    titles = [f.title for f in modular_figures]
+    assert titles == ["Training curves", "Cosine similarity of the rows", "Cosine by distance",
                       "Dot-product similarity of the rows", "Similarity during training",
                       "Gradient per row", "Drift from initialisation", "PCA of the rows (2D)",
                       "PCA of the rows (3D)", "Length probe", "Learned vs sinusoidal"]
-    for title, caption, figure in modular_figures:
+    for title, caption, figure, _ in modular_figures:
         assert isinstance(figure, go.Figure) and figure.layout.title.text
-        assert caption.endswith(".") and caption.count(". ") <= 1, caption
+        assert caption.endswith(".") and caption.count(". ") <= 3, caption
     assert "every 8 rows" in modular_figures[1].caption  # the task's pattern
-    assert "falls off a cliff" in dict((t, c) for t, c, _ in modular_figures)["Length probe"]
-    reverse_titles = [title for title, _, _ in figures.run_figures(reverse)]
+    assert modular_figures[1].score.startswith("period contrast ")
+    probe = dict((f.title, f) for f in modular_figures)["Length probe"]
+    assert "inside T" in probe.caption and "initial values" in probe.caption
+    reverse_titles = [f.title for f in figures.run_figures(reverse)]
     assert {"Attention by position alone", "Attention on held-out data"} <= set(reverse_titles)
 
 
 def test_run_figures_without_a_position_table_shows_only_curves():
     run = train("embedding(8, 32)\nsin_pos(64)\nlinear(8)", task="modular", steps=5)
-    assert [title for title, _, _ in figures.run_figures(run)] == ["Training curves"]
+    assert [f.title for f in figures.run_figures(run)] == ["Training curves"]
 
 
 def test_report_html_is_self_contained(modular, modular_figures):
@@ -282,11 +307,11 @@ def test_report_html_is_self_contained(modular, modular_figures):
     assert html.escape(MODULAR_SOURCE) in page and "<b>&</b>" not in page
     assert html.escape(modular.network.table()) in page
     assert f"{modular.final['accuracy']:.1%}" in page and f"{modular.final['loss']:.4f}" in page
-    for title, caption, _ in modular_figures:
+    for title, caption, _, _ in modular_figures:
         assert f"<h2>{html.escape(title)}</h2>" in page and html.escape(caption) in page
     assert modular.task.description in page
 
 
 def test_figures_serialize_to_plain_json(modular_figures):
-    for _, _, figure in modular_figures:
+    for _, _, figure, _ in modular_figures:
         json.loads(figure.to_json())  # no NaN or unencodable values

@@ -223,7 +223,7 @@ def test_the_server_reads_no_tensor_of_a_run_it_only_shows(pool, monkeypatch):
     job = pool.submit("a", None, QUICK)
     assert job.wait(60).status == "finished"
     assert isinstance(job.run, StoredRun) and not hasattr(job.run, "model")
-    titles = [title for title, _, _ in job.figures()]
+    titles = [f.title for f in job.figures()]
     assert "Cosine similarity of the rows" in titles and job.view().pattern is not None
     assert job.run.checkpoint_bytes()[8:9] == b"{" and "accuracy" in job.run.metrics_text()
     # a stopped run is held in its private folder, which goes with the run
@@ -249,7 +249,7 @@ def test_a_run_stored_without_figures_is_drawn_once_from_its_tensors(tmp_path):
     try:
         job = pool.open("a", run.key)
         assert job.run.figures() is None
-        assert [t for t, _, _ in job.figures()] == [t for t, _, _ in stacklab.figures.run_figures(run)]
+        assert [f.title for f in job.figures()] == [f.title for f in stacklab.figures.run_figures(run)]
         assert job.view().pattern.title == stacklab.figures.pattern_figure(run).title
     finally:
         pool.shutdown()

@@ -74,14 +74,18 @@ class Budgets:
 
 def kept_bytes(network: Network, config: TrainConfig) -> int:
     """Bytes the recorder keeps for the run: per position table, its initial copy and the
-    summed row gradients (every row), and up to `MAX_SNAPSHOTS` + 1 snapshots of its first
-    `SNAPSHOT_ROWS` rows, all float32."""
-    snapshots = min(config.steps, MAX_SNAPSHOTS) + 1
+    summed row gradients (every row), up to `MAX_SNAPSHOTS` + 2 snapshots of its first
+    `SNAPSHOT_ROWS` rows and, when an attention follows it, a ``[T, T]`` attention map per
+    snapshot, all float32."""
+    snapshots = min(config.steps, MAX_SNAPSHOTS) + 2
+    T = config.seq_len
     total = 0
-    for node in network.nodes:
+    for index, node in enumerate(network.nodes):
         if node.spec.role == "position_table":
             rows, dim = dict(node.params)["weight"]
             total += 4 * (rows * dim + rows + snapshots * min(rows, SNAPSHOT_ROWS) * dim)
+            if any(later.spec.role == "attention" for later in network.nodes[index + 1:]):
+                total += 4 * snapshots * T * T
     return total
 
 

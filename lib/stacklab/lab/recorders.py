@@ -3,7 +3,8 @@
 A recorder has an ``attach(trainer)`` that registers its callbacks; the trainer attaches
 its recorders before any other callback. `PositionTableRecorder` is the one every run
 has: for every layer whose op declares the ``position_table`` role it keeps the initial
-table, snapshots during training and the per-row gradient norm summed over steps, and it
+table and its scores, snapshots during training (with the attention-by-position map when
+an attention follows the table), and the per-row gradient norm summed over steps, and it
 rolls back with the model when a run diverges.
 
 >>> import stacklab
@@ -19,6 +20,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from ..core.errors import StackError
+from . import analysis
+
 if TYPE_CHECKING:  # pragma: no cover
     from .trainer import Run, Trainer
 
@@ -29,9 +33,12 @@ SNAPSHOT_ROWS = 4096  # rows kept per snapshot: enough for any trained length pl
 class PositionTableRecorder:
     """Initial tables, snapshots and summed row gradient norms of every position table.
 
-    It fills ``run.initial_tables``, ``run.snapshots`` (``[(step, table[:SNAPSHOT_ROWS])]``,
-    at most about `MAX_SNAPSHOTS` + 1 of them, the first at step 0 and the last at the
-    final step) and, when the run ends, ``run.row_grad_norm``.
+    It fills ``run.initial_tables``, ``run.initial_scores`` (`analysis.model_scores` of
+    the model as built), ``run.snapshots`` (``[(step, table[:SNAPSHOT_ROWS])]``, at most
+    `MAX_SNAPSHOTS` + 2 of them, the first at step 0 and the last of the model the run
+    ends with), ``run.attention_snapshots`` (the `analysis.positional_attention` map at
+    the same steps, for tables an attention follows) and, when the run ends,
+    ``run.row_grad_norm``.
     """
 
     def __init__(self):
@@ -55,8 +62,26 @@ class PositionTableRecorder:
                          for name, layer in self.tables}
         self.good_grad_sum = _copy(self.grad_sum)
         self.snapshot_every = max(1, math.ceil(run.config.steps / MAX_SNAPSHOTS))
-        run.snapshots = {name: [(0, table[:SNAPSHOT_ROWS].clone())]
-                         for name, table in run.initial_tables.items()}
+        T = run.config.seq_len
+        run.initial_scores = {name: analysis.model_scores(run.model, name, T, run.task)
+                              for name, _ in self.tables}
+        run.snapshots = {name: [] for name, _ in self.tables}
+        run.attention_snapshots = {}
+        for name, _ in self.tables:
+            try:
+                if analysis.attention_after(run.model, name) is not None:
+                    analysis.positional_attention(run.model, name, T)
+                    run.attention_snapshots[name] = []
+            except StackError:
+                pass  # the rows cannot reach the attention: no map to animate
+        self._snapshot(run, 0)
+
+    def _snapshot(self, run: "Run", step: int) -> None:
+        for name, _ in self.tables:
+            run.snapshots[name].append((step, run.table(name)[:SNAPSHOT_ROWS].clone()))
+            if name in run.attention_snapshots:
+                run.attention_snapshots[name].append(
+                    (step, analysis.positional_attention(run.model, name, run.config.seq_len)))
 
     def on_after_backward(self, run: "Run") -> None:
         for name, layer in self.tables:
@@ -64,8 +89,7 @@ class PositionTableRecorder:
 
     def on_batch_end(self, run: "Run") -> None:
         if run.step % self.snapshot_every == 0 or run.step == run.config.steps:
-            for name, _ in self.tables:
-                run.snapshots[name].append((run.step, run.table(name)[:SNAPSHOT_ROWS].clone()))
+            self._snapshot(run, run.step)
 
     def on_eval(self, run: "Run") -> None:
         self.good_grad_sum = _copy(self.grad_sum)
@@ -73,12 +97,17 @@ class PositionTableRecorder:
     def on_rollback(self, run: "Run") -> None:
         """Back to the sums of the last good state; snapshots that hold nan or inf go."""
         self.grad_sum = self.good_grad_sum
-        for name, snapshots in run.snapshots.items():
-            run.snapshots[name] = [(step, table) for step, table in snapshots
-                                   if bool(torch.isfinite(table).all())]
+        for frames in (run.snapshots, run.attention_snapshots):
+            for name, snapshots in frames.items():
+                frames[name] = [(step, table) for step, table in snapshots
+                                if bool(torch.isfinite(table).all())]
 
     def on_end(self, run: "Run") -> None:
         run.row_grad_norm = {name: total.cpu() for name, total in self.grad_sum.items()}
+        last = next(iter(run.snapshots.values()), [])
+        if last and last[-1][0] != run.step and all(bool(torch.isfinite(run.table(name)).all())
+                                 for name, _ in self.tables):
+            self._snapshot(run, run.step)  # the last frame is the table the run ends with
 
 
 def _copy(sums: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

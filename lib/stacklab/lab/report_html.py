@@ -22,6 +22,7 @@ pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.9em; }
 table.settings td { padding: 0.1em 1.2em 0.1em 0; }
 section.figure { margin: 2.5em 0; }
 p.caption { color: #444; }
+p.score { font-weight: 600; margin: 0.2em 0; }
 p.error { color: #a00; }
 """
 
@@ -69,10 +70,11 @@ def report_html(run, drawn=None) -> str:
         "<h2>Network</h2>",
         f"<pre class='network'>{esc(run.network.table())}</pre>",
     ]
-    for index, (title, caption, figure) in enumerate(drawn or run_figures(run)):
-        div = pio.to_html(figure, include_plotlyjs=index == 0, full_html=False,
+    for index, drawn_figure in enumerate(drawn or run_figures(run)):
+        div = pio.to_html(drawn_figure.figure, include_plotlyjs=index == 0, full_html=False,
                           config={"displaylogo": False})
-        parts.append(f"<section class='figure'><h2>{esc(title)}</h2>"
-                     f"<p class='caption'>{esc(caption)}</p>{div}</section>")
+        score = (f"<p class='score'>{esc(drawn_figure.score)}</p>" if drawn_figure.score else "")
+        parts.append(f"<section class='figure'><h2>{esc(drawn_figure.title)}</h2>{score}"
+                     f"<p class='caption'>{esc(drawn_figure.caption)}</p>{div}</section>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

@@ -303,12 +303,16 @@ def _write_run(folder: Path, run, figures: dict | None = None) -> None:
     save_checkpoint(folder / "model.safetensors", run.model, run_metadata(run))
     tensors = {}
     steps = {}
+    attention_steps: dict[str, list[int]] = {}
     for node in run.position_nodes:
         tensors[f"initial.{node}"] = run.initial_tables[node].contiguous()
         tensors[f"grad.{node}"] = run.row_grad_norm[node].contiguous()
         steps[node] = [step for step, _ in run.snapshots.get(node, ())]
         for index, (_, table) in enumerate(run.snapshots.get(node, ())):
             tensors[f"snapshot.{node}.{index}"] = table.contiguous()
+        for index, (step, weights) in enumerate(run.attention_snapshots.get(node, ())):
+            attention_steps.setdefault(node, []).append(step)
+            tensors[f"attention.{node}.{index}"] = weights.contiguous()
     save_file(tensors, str(folder / "record.safetensors"), metadata={"format": FORMAT})
     record = {
         "format": FORMAT,
@@ -325,6 +329,8 @@ def _write_run(folder: Path, run, figures: dict | None = None) -> None:
         "history": run.history,
         "train_loss": run.train_loss,
         "snapshot_steps": steps,
+        "attention_steps": attention_steps,
+        "initial_scores": run.initial_scores,
     }
     _write_text(folder / "metrics.json", json.dumps(run.metrics(), indent=2) + "\n")
     if figures is not None:
@@ -372,6 +378,11 @@ def _read_run(folder: Path, key: str, device: str | None) -> Run:
             run.row_grad_norm[node] = handle.get_tensor(f"grad.{node}")
             run.snapshots[node] = [(int(step), handle.get_tensor(f"snapshot.{node}.{index}"))
                                    for index, step in enumerate(steps)]
+        for node, steps in record.get("attention_steps", {}).items():
+            run.attention_snapshots[node] = [
+                (int(step), handle.get_tensor(f"attention.{node}.{index}"))
+                for index, step in enumerate(steps)]
+    run.initial_scores = record.get("initial_scores", {})
     if set(run.initial_tables) != {name for name, _ in model.layers("position_table")}:
         raise ValueError("the record does not hold every position table")
     return run

@@ -48,6 +48,14 @@ class Task:
     # The title of the run figure (`stacklab.lab.figures.FIGURES`) where the pattern shows:
     # the Train page draws it as it forms.
     pattern_figure: str = "Cosine similarity of the rows"
+    # The task's own pattern score (SPEC §15; `stacklab.lab.scores`): partner_attention,
+    # period_contrast, distance_rank or rows_decoded.
+    pattern_score: str = "distance_rank"
+    # For partner_attention: the position each position t must find, for length T.
+    partner: Callable[[int], list[int]] | None = None
+    # Why a label at position t means something else in a longer sequence (the length
+    # probe then does not apply); None when the labels do not depend on the length.
+    length_note: str | None = None
 
     def n_classes(self, seq_len: int) -> int:
         return self.classes_for(self.vocab, seq_len)
@@ -134,6 +142,10 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         steps=400,
         mixing=True,
         pattern_figure="Attention by position alone",
+        pattern_score="partner_attention",
+        partner=lambda T: [T - 1 - t for t in range(T)],
+        length_note=("position t's partner is T-1-t, so in a longer sequence every position "
+                     "must find another partner"),
     ),
     Task(
         name="shift",
@@ -149,6 +161,8 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         steps=400,
         mixing=True,
         pattern_figure="Attention by position alone",
+        pattern_score="partner_attention",
+        partner=lambda T: [(t - 1) % T for t in range(T)],  # position 0 reads position T-1
     ),
     Task(
         name="sort",
@@ -163,6 +177,8 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         classes_for=lambda vocab, T: vocab,
         steps=800,
         mixing=True,
+        length_note=("position t outputs the t-th smallest token, which in a longer sequence "
+                     "is a smaller one"),
     ),
     Task(
         name="modular",
@@ -177,20 +193,25 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         classes_for=lambda vocab, T: vocab,
         steps=300,
         mixing=False,
+        pattern_score="period_contrast",
     ),
     Task(
         name="position",
         vocab=16,
         description="Ignore the token and output its position: y[t] = t.",
-        pattern=("Every row must be told apart from every other, so the rows spread apart: "
-                 "the cosine heatmap shows a bright diagonal and weak, unordered similarity "
-                 "everywhere else."),
+        pattern=("Each row alone must tell the head its position: the rows grow and line up "
+                 "with the head's class directions, so row t fed alone through the rest of the "
+                 "stack gives class t (a bright diagonal in the rows-alone map). The cosine "
+                 "heatmap hardly changes: random rows are already nearly orthogonal."),
         rule=_position,
         preset_template="embedding({vocab}, 32)\npos_embed({max_len})\nlinear({classes})",
         default_seq_len=16,
         classes_for=lambda vocab, T: T,
         steps=200,
         mixing=False,
+        pattern_figure="Each row alone through the rest of the stack",
+        pattern_score="rows_decoded",
+        length_note="the head has one class per trained position and none past T",
     ),
 )}
 

@@ -29,6 +29,7 @@ from ..core.build import StackModule, pick_device
 from ..core.errors import StackError
 from ..core.network import Network
 from ..core.resolve import DEFAULT_BUDGET_BYTES, resolve
+from . import analysis
 from .budgets import Budgets
 from .keys import run_key
 from .recorders import PositionTableRecorder
@@ -106,6 +107,10 @@ class Run:
     # filled by `PositionTableRecorder`, per position table node:
     initial_tables: dict[str, torch.Tensor] = field(default_factory=dict)
     snapshots: dict[str, list[tuple[int, torch.Tensor]]] = field(default_factory=dict)
+    # the attention-by-position map ([T, T]) at the same steps, for tables an attention follows
+    attention_snapshots: dict[str, list[tuple[int, torch.Tensor]]] = field(default_factory=dict)
+    initial_scores: dict[str, dict] = field(default_factory=dict)  # analysis.model_scores at init
+    _scores: tuple | None = field(default=None, repr=False, compare=False)
     row_grad_norm: dict[str, torch.Tensor] = field(default_factory=dict)  # sum over steps
 
     @property
@@ -131,6 +136,7 @@ class Run:
         """The ``metrics.json`` record (SPEC §8). A table longer than `METRICS_ROWS` rows
         lists its first `METRICS_ROWS` (every trained row among them) and summarises the
         rest (``rows_listed``, ``rest``), so the file stays small for any table."""
+        scores = self.scores() if self.position_nodes else {}
         return {
             "task": self.task.name,
             "seq_len": self.config.seq_len,
@@ -139,13 +145,22 @@ class Run:
             "device": self.device,
             "final": self.final,
             "history": list(self.history),
-            "position_tables": {node: self._table_metrics(node) for node in self.position_nodes},
+            "position_tables": {node: self._table_metrics(node, scores)
+                                for node in self.position_nodes},
         }
 
-    def _table_metrics(self, node: str) -> dict:
+    def scores(self) -> dict[str, dict]:
+        """Every score of every position table, trained and at init (`analysis.scores`);
+        computed once per step of a run (figures and ``metrics.json`` share them)."""
+        cached = self._scores
+        if cached is None or cached[0] != (self.step, self.status):
+            cached = self._scores = ((self.step, self.status), analysis.scores(self))
+        return cached[1]
+
+    def _table_metrics(self, node: str, scores: dict) -> dict:
         grad, drift = self.row_grad_norm[node], self.row_drift(node)
         listed = {"max_len": int(grad.shape[0]), "row_grad_norm": grad[:METRICS_ROWS].tolist(),
-                  "row_drift": drift[:METRICS_ROWS].tolist()}
+                  "row_drift": drift[:METRICS_ROWS].tolist(), "scores": scores[node]}
         if grad.shape[0] > METRICS_ROWS:
             listed["rows_listed"] = METRICS_ROWS
             listed["rest"] = {name: {"min": float(values[METRICS_ROWS:].min()),

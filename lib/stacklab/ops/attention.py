@@ -31,13 +31,18 @@ class Attention(nn.Module):
         q, k, v = self.qkv(x).split(D, dim=-1)  # each (B, T, D)
         return tuple(t.view(B, T, self.heads, D // self.heads).transpose(1, 2) for t in (q, k, v))
 
+    def scores(self, x: torch.Tensor) -> torch.Tensor:
+        """The query-key scores of each head on ``x`` (B, T, D), before the softmax and any
+        causal mask: (B, H, T, T)."""
+        q, k, _ = self.heads_qkv(x)
+        return q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5  # (B, H, T, T)
+
     def weights(self, x: torch.Tensor) -> torch.Tensor:
         """The attention weights of each head on ``x`` (B, T, D): (B, H, T, T), rows sum to 1.
 
         ``forward`` computes the same inside a fused kernel; this spells it out for analysis.
         """
-        q, k, _ = self.heads_qkv(x)
-        scores = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5  # (B, H, T, T)
+        scores = self.scores(x)  # (B, H, T, T)
         if self.causal:
             T = x.shape[1]
             future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)

@@ -120,7 +120,7 @@ class Job:
         self.step = 0 if run is None else run.step
         self.history: list[dict] = [] if run is None else list(run.history)
         self.train_loss: list[tuple[int, float]] = [] if run is None else list(run.train_loss)
-        self._pattern_json: tuple[str, str, str] | None = None  # (title, caption, plotly JSON)
+        self._pattern_json: tuple | None = None  # (title, caption, plotly JSON, score)
         self.pattern: RunFigure | None = None  # the task's pattern figure, shared by watchers
         self._pattern_drawn: object = None  # what `pattern` was made from
         self.started: float | None = None if run is None else time.monotonic()
@@ -164,8 +164,9 @@ class Job:
             if source is not self._pattern_drawn:
                 try:
                     if isinstance(source, tuple):
-                        title, caption, figure = source
-                        self.pattern = RunFigure(title, caption, plotly.io.from_json(figure))
+                        title, caption, figure, *score = source
+                        self.pattern = RunFigure(title, caption, plotly.io.from_json(figure),
+                                                 *score)
                     else:
                         self.pattern = next(iter(self._drawn("pattern")), None)
                 except (RuntimeError, ValueError, StackError) as err:  # a figure never ends a run

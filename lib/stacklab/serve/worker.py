@@ -108,12 +108,14 @@ def _figures(run) -> dict | None:
         return None
 
 
-def _pattern(run) -> tuple[str, str, str] | None:
-    """The task's pattern figure as (title, caption, plotly JSON); None if it cannot be drawn
+def _pattern(run) -> tuple[str, str, str, str] | None:
+    """The task's pattern figure as (title, caption, plotly JSON, score); None if it cannot be drawn
     (a figure never ends a run)."""
     try:
         figure = pattern_figure(run)
     except (RuntimeError, ValueError) as err:  # StackError is a ValueError
         print(f"stacklab worker: no pattern figure: {err}", flush=True)
         return None
-    return None if figure is None else (figure.title, figure.caption, figure.figure.to_json())
+    if figure is None:
+        return None
+    return figure.title, figure.caption, figure.figure.to_json(), figure.score

@@ -1,4 +1,5 @@
-"""Figures along steps or positions: the training curves and the length probe."""
+"""Figures along steps, positions or distances: the training curves, the length probe
+and the cosine by distance."""
 
 from __future__ import annotations
 
@@ -13,27 +14,54 @@ from .style import HEIGHT, TRAINED_COLOR, UNTRAINED_COLOR, mark_trained_len, as_
 
 
 def length_probe_plot(probe: analysis.LengthProbe) -> go.Figure:
-    """Held-out accuracy at each position of longer sequences: the cliff past the trained length."""
-    accuracy = as_float32(probe.accuracy)  # (probe_len,)
+    """Held-out accuracy at each position of longer sequences, trained and with the position
+    tables at their initial values (the baseline), the trained length marked."""
     T = probe.trained_len
-    fig = go.Figure(go.Scatter(
-        x=np.arange(probe.probe_len, dtype=np.int32), y=accuracy, mode="lines+markers",
-        name="accuracy", line=dict(color=TRAINED_COLOR),
-        hovertemplate="position %{x}<br>accuracy %{y:.1%}<extra></extra>"))
+    x = np.arange(probe.probe_len, dtype=np.int32)
+    fig = go.Figure([
+        go.Scatter(x=x, y=as_float32(probe.baseline), mode="lines", name="tables at init",
+                   line=dict(color="rgba(120,120,120,0.8)", dash="dot"),
+                   hovertemplate="position %{x}<br>tables at init: %{y:.1%}<extra></extra>"),
+        go.Scatter(x=x, y=as_float32(probe.accuracy), mode="lines+markers", name="trained",
+                   line=dict(color=TRAINED_COLOR),
+                   hovertemplate="position %{x}<br>accuracy %{y:.1%}<extra></extra>"),
+    ])
     fig.update_layout(
         title=dict(text=f"Length probe: trained on T = {T}, tested on {probe.probe_len} positions"),
         xaxis_title="position in the sequence", yaxis=dict(title="held-out accuracy",
                                                            range=[0, 1.05], tickformat=".0%"),
-        height=HEIGHT, showlegend=False)
+        height=HEIGHT, legend=dict(orientation="h", y=-0.15))
     if probe.probe_len > T:
         fig.add_vrect(x0=T - 0.5, x1=probe.probe_len - 0.5, fillcolor=UNTRAINED_COLOR,
                       opacity=0.08, line_width=0)
-        mark_trained_len(fig, T, 1, horizontal=False)
+        mark_trained_len(fig, T, horizontal=False)
         fig.add_annotation(
             x=(T + probe.probe_len) / 2 - 0.5, y=0.5, yref="paper", showarrow=False,
-            text=(f"never trained: mean accuracy {probe.beyond:.0%}<br>"
-                  f"(positions < {T}: {probe.inside:.0%})"),
+            text=(f"past T: {probe.beyond:.0%} (tables at init {probe.baseline_beyond:.0%})<br>"
+                  f"inside T: {probe.inside:.0%} (tables at init {probe.baseline_inside:.0%})"),
             bgcolor="rgba(255,255,255,0.85)", bordercolor="#888")
+    return fig
+
+
+def cosine_by_distance_plot(trained: Sequence[float], init: Sequence[float] | None = None,
+                            node: str = "the table") -> go.Figure:
+    """Mean cosine of row pairs at each distance 1..T-1 (`scores.cosine_by_distance`),
+    trained and at init: a curve that reads the same at any table length."""
+    distance = np.arange(1, len(trained) + 1, dtype=np.int32)
+    traces = []
+    if init is not None:
+        traces.append(go.Scatter(x=distance, y=as_float32(init), mode="lines", name="at init",
+                                 line=dict(color="rgba(120,120,120,0.8)", dash="dot"),
+                                 hovertemplate="distance %{x}<br>at init %{y:.3f}<extra></extra>"))
+    traces.append(go.Scatter(x=distance, y=as_float32(trained), mode="lines+markers",
+                             name="trained", line=dict(color=TRAINED_COLOR),
+                             hovertemplate="distance %{x}<br>mean cosine %{y:.3f}<extra></extra>"))
+    fig = go.Figure(traces)
+    fig.add_hline(y=0, line=dict(color="#999", width=1))
+    fig.update_layout(title=dict(text=f"Mean cosine of {node}'s row pairs by their distance"),
+                      xaxis_title="distance between the rows (positions)",
+                      yaxis=dict(title="mean cosine", range=[-1.05, 1.05]), height=HEIGHT,
+                      legend=dict(orientation="h", y=-0.15))
     return fig
 
 

@@ -1,5 +1,10 @@
 """Heatmaps of positions against positions: row similarity (also during training, and
-beside the sinusoidal table) and attention weights."""
+beside the sinusoidal table), attention weights (also during training), and what each row
+alone says through the rest of the stack.
+
+A table longer than `MAX_CELLS` rows is shown zoomed on its first rows (the title says
+so), never averaged: each cell is one real pair of rows.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +12,23 @@ import math
 
 import numpy as np
 import plotly.graph_objects as go
+import torch
 from plotly.subplots import make_subplots
 
 from .. import analysis
-from .style import (ANIMATION_CELLS, HEIGHT, KIND_TEXT, MAX_CELLS, MAX_FRAMES, as_table,
-                    bin_size, binned_note, block_mean, check_kind, has_untrained,
-                    heatmap_layout, heatmap_trace, mark_trained_len, as_float32,
-                    similarity_colors)
+from .. import scores as S
+from .style import (ANIMATION_CELLS, HEIGHT, KIND_TEXT, MAX_CELLS, MAX_FRAMES, as_float32,
+                    as_table, check_kind, has_untrained, heatmap_layout, heatmap_trace,
+                    mark_trained_len, similarity_colors, zoom, zoom_note)
 
 
 def similarity_heatmap(table, kind: str = "cosine", trained_len: int | None = None,
                        title: str | None = None) -> go.Figure:
     """Row-versus-row similarity of a ``[N, D]`` table, with the trained length T marked.
 
-    Cell ``(i, j)`` is the ``cosine`` (or ``dot``) similarity of rows i and j. Tables with
-    more than `MAX_CELLS` rows are block-averaged so that each cell covers a few rows.
+    Cell ``(i, j)`` is the ``cosine``, ``centred`` cosine (the mean row subtracted first)
+    or ``dot`` similarity of rows i and j. A table of more than `MAX_CELLS` rows is shown
+    zoomed on its first `MAX_CELLS`.
 
     >>> import torch
     >>> fig = similarity_heatmap(torch.eye(4))
@@ -31,60 +38,68 @@ def similarity_heatmap(table, kind: str = "cosine", trained_len: int | None = No
     check_kind(kind)
     table = as_table(table)
     n = table.shape[0]
-    size = bin_size(n)
-    z = block_mean(analysis.similarity(table, kind).numpy(), size)  # (N/size, N/size)
-    fig = go.Figure(heatmap_trace(z, size, n, x_title="row", y_title="row",
-                                   value_text=KIND_TEXT[kind], colors=similarity_colors(kind, z)))
+    shown = zoom(n)
+    z = analysis.similarity(table[:shown], kind).numpy()  # (shown, shown)
+    fig = go.Figure(heatmap_trace(z, x_title="row", y_title="row", value_text=KIND_TEXT[kind],
+                                  colors=similarity_colors(kind, z)))
     if title is None:
         title = f"{KIND_TEXT[kind].capitalize()} of every pair of position rows"
-    fig.update_layout(title=dict(text=title + binned_note(size)), height=HEIGHT)
-    heatmap_layout(fig, n, size, x_title="row j", y_title="row i")
-    if has_untrained(trained_len, n):
-        mark_trained_len(fig, trained_len, size, horizontal=True)
+    fig.update_layout(title=dict(text=title + zoom_note(shown, n)), height=HEIGHT)
+    heatmap_layout(fig, x_title="row j", y_title="row i")
+    if has_untrained(trained_len, shown):
+        mark_trained_len(fig, trained_len, horizontal=True)
     return fig
 
 
-def _probability_heatmap(matrix, title: str, value_text: str) -> go.Figure:
-    """A [T, T] map of attention weights (rows sum to 1), query positions down the side."""
-    weights = as_float32(matrix)  # (T, T)
+def _probability_heatmap(matrix, title: str, value_text: str, *, x_title: str = "key position",
+                         y_title: str = "query position",
+                         axes: tuple[str, str] = ("key position (attended to)",
+                                                  "query position (attending)")) -> go.Figure:
+    """A map of weights whose rows sum to 1 (attention), zoomed on its first rows."""
+    weights = as_float32(matrix)
     n = weights.shape[0]
-    size = bin_size(n)
-    z = block_mean(weights, size)
+    shown = zoom(n)
+    z = weights[:shown, :zoom(weights.shape[1])]
     colors = dict(colorscale="Blues", zmin=0.0, zmax=float(z.max()) or 1.0,
                   colorbar=dict(title=dict(text="weight")))
-    fig = go.Figure(heatmap_trace(z, size, n, x_title="key position", y_title="query position",
-                                   value_text=value_text, colors=colors))
-    fig.update_layout(title=dict(text=title + binned_note(size)), height=HEIGHT)
-    heatmap_layout(fig, n, size, x_title="key position (attended to)",
-                    y_title="query position (attending)")
+    fig = go.Figure(heatmap_trace(z, x_title=x_title, y_title=y_title, value_text=value_text,
+                                  colors=colors))
+    fig.update_layout(title=dict(text=title + zoom_note(shown, n)), height=HEIGHT)
+    heatmap_layout(fig, x_title=axes[0], y_title=axes[1])
     return fig
 
 
 def query_key_heatmap(run, node: str) -> go.Figure | None:
-    """Where each position would attend by its position alone (``None`` without attention).
-
-    `analysis.positional_attention`: the softmax of the query-key scores of ``node``'s
-    first T rows, through the first attention after it. For ``reverse`` a bright
-    anti-diagonal; for ``shift`` the diagonal just below the main one.
-    """
+    """Where each position would attend by its position alone (``None`` without attention):
+    `analysis.positional_attention` drawn by `positional_attention_heatmap`."""
     weights = analysis.positional_attention(run, node)
     return None if weights is None else positional_attention_heatmap(weights, node)
 
 
 def positional_attention_heatmap(weights, node: str) -> go.Figure:
-    """The heatmap of `query_key_heatmap` from already computed ``[T, T]`` weights."""
+    """The attention-by-position map (``[T, T]``, rows sum to 1) of ``node``'s rows."""
     return _probability_heatmap(
-        weights, f"Attention by position alone: {node}'s rows through the attention's query "
-                 f"and key, first T = {weights.shape[0]} positions", "attention weight")
+        weights, f"Attention by position alone: {node}'s rows through the ops before the "
+                 f"attention and its query and key, first T = {weights.shape[0]} positions",
+        "attention weight")
 
 
-def attention_heatmap(run) -> go.Figure | None:
-    """The attention weights measured on held-out sequences, averaged (``None`` without attention)."""
-    weights = analysis.attention_map(run)
-    if weights is None:
-        return None
-    return _probability_heatmap(weights, "Attention on held-out sequences (average over "
-                                         "sequences and heads)", "mean attention weight")
+def attention_heatmap(weights, sequences: int) -> go.Figure:
+    """Attention weights measured on held-out sequences (`analysis.attention_map`)."""
+    return _probability_heatmap(weights, f"Attention on {sequences} held-out sequences "
+                                         "(average over sequences and heads)",
+                                "mean attention weight")
+
+
+def rows_alone_heatmap(scores, node: str) -> go.Figure:
+    """What the rest of the stack answers for each row fed alone (`analysis.rows_alone_scores`,
+    ``[T, classes]``), as probabilities: for ``position`` a bright diagonal when row t
+    alone says "t"."""
+    probabilities = torch.as_tensor(scores).float().softmax(-1)
+    return _probability_heatmap(
+        probabilities, f"Each row of {node} alone through the rest of the stack: the class "
+                       "it picks", "probability", x_title="class", y_title="row",
+        axes=("class the stack answers", "row fed alone (no token)"))
 
 
 def _pick_frames(count: int, limit: int = MAX_FRAMES) -> list[int]:
@@ -94,33 +109,19 @@ def _pick_frames(count: int, limit: int = MAX_FRAMES) -> list[int]:
     return sorted({round(i) for i in np.linspace(0, count - 1, limit)})
 
 
-def snapshot_heatmaps(run, node: str, kind: str = "cosine") -> go.Figure:
-    """The similarity heatmap at each training snapshot, with a step slider and play/pause.
-
-    At most `MAX_FRAMES` snapshots are shown (evenly spaced, first and last kept), each
-    block-averaged so that all frames together stay small. Colours keep one scale across
-    frames, so brightening means the rows really became more alike.
-    """
-    check_kind(kind)
-    snapshots = run.snapshots[node]
-    chosen = [snapshots[i] for i in _pick_frames(len(snapshots))]
-    n = chosen[0][1].shape[0]
-    side = max(1, min(MAX_CELLS, int(math.sqrt(ANIMATION_CELLS / len(chosen)))))
-    size = bin_size(n, side)
-    frames_z = [block_mean(analysis.similarity(table, kind).numpy(), size) for _, table in chosen]
-    limit = max(float(np.abs(z).max()) for z in frames_z) or 1.0
-    colors = similarity_colors(kind, frames_z[-1], limit)
-    value_text = KIND_TEXT[kind]
-    fig = go.Figure(heatmap_trace(frames_z[0], size, n, x_title="row", y_title="row",
-                                   value_text=value_text, colors=colors))
-    fig.frames = [go.Frame(data=[go.Heatmap(z=z)], name=str(step))
-                  for (step, _), z in zip(chosen, frames_z)]
+def _animation(frames: list[tuple[int, np.ndarray]], n: int, *, title: str, value_text: str,
+               colors: dict, axes: tuple[str, str], trained_len: int | None = None) -> go.Figure:
+    """One heatmap per ``(step, z)`` frame, with a step slider and play/pause."""
+    fig = go.Figure(heatmap_trace(frames[0][1], x_title="row", y_title="row",
+                                  value_text=value_text, colors=colors))
+    fig.frames = [go.Frame(data=[go.Heatmap(z=as_float32(z))], name=str(step))
+                  for step, z in frames]
     animate = dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))
     slider = dict(
         active=0, x=0.22, len=0.78, y=0, yanchor="top", pad=dict(t=60),
         currentvalue=dict(prefix="training step ", font=dict(size=13), xanchor="right"),
         steps=[dict(label=str(step), method="animate", args=[[str(step)], animate])
-               for step, _ in chosen],
+               for step, _ in frames],
     )
     play = dict(type="buttons", direction="left", x=0.0, y=0, xanchor="left", yanchor="top",
                 pad=dict(t=70, r=10), showactive=False, buttons=[
@@ -129,35 +130,91 @@ def snapshot_heatmaps(run, node: str, kind: str = "cosine") -> go.Figure:
                                           transition=dict(duration=0), fromcurrent=True)]),
                     dict(label="❚❚ Pause", method="animate", args=[[None], animate]),
                 ])
-    fig.update_layout(
-        title=dict(text=f"{value_text.capitalize()} of {node}'s rows during training"
-                        f"{binned_note(size)}"),
-        sliders=[slider], updatemenus=[play], height=HEIGHT + 120, margin=dict(b=150),
-    )
-    heatmap_layout(fig, n, size, x_title="row j", y_title="row i")
-    if has_untrained(run.config.seq_len, n):
-        mark_trained_len(fig, run.config.seq_len, size, horizontal=True)
+    shown = frames[0][1].shape[0]
+    fig.update_layout(title=dict(text=title + zoom_note(shown, n)), sliders=[slider],
+                      updatemenus=[play], height=HEIGHT + 120, margin=dict(b=150))
+    heatmap_layout(fig, x_title=axes[0], y_title=axes[1])
+    if has_untrained(trained_len, shown):
+        mark_trained_len(fig, trained_len, horizontal=True)
     return fig
 
 
+def _frame_rows(n: int, frames: int) -> int:
+    """Rows per side that `frames` frames of a heatmap can show within `ANIMATION_CELLS`."""
+    return zoom(n, max(1, min(MAX_CELLS, int(math.sqrt(ANIMATION_CELLS / frames)))))
+
+
+def snapshot_heatmaps(run, node: str, kind: str = "cosine") -> go.Figure:
+    """The similarity heatmap at each training snapshot, with a step slider and play/pause.
+
+    At most `MAX_FRAMES` snapshots are shown (evenly spaced, first and last kept), all
+    zoomed on the same first rows so that the frames together stay small. Colours keep one
+    scale across frames, so brightening means the rows really became more alike.
+    """
+    check_kind(kind)
+    snapshots = run.snapshots[node]
+    chosen = [snapshots[i] for i in _pick_frames(len(snapshots))]
+    n = chosen[0][1].shape[0]
+    shown = _frame_rows(n, len(chosen))
+    frames = [(step, analysis.similarity(table[:shown], kind).numpy()) for step, table in chosen]
+    limit = max(float(np.abs(z).max()) for _, z in frames) or 1.0
+    return _animation(frames, n, title=f"{KIND_TEXT[kind].capitalize()} of {node}'s rows "
+                      "during training", value_text=KIND_TEXT[kind],
+                      colors=similarity_colors(kind, frames[-1][1], limit),
+                      axes=("row j", "row i"), trained_len=run.config.seq_len)
+
+
+def attention_snapshot_heatmaps(run, node: str) -> go.Figure:
+    """The attention-by-position map at each training snapshot (`Run.attention_snapshots`):
+    the partner pattern of ``reverse`` or ``shift`` forming, step by step."""
+    snapshots = run.attention_snapshots[node]
+    chosen = [snapshots[i] for i in _pick_frames(len(snapshots))]
+    n = chosen[0][1].shape[0]
+    shown = _frame_rows(n, len(chosen))
+    frames = [(step, as_float32(weights)[:shown, :shown]) for step, weights in chosen]
+    top = max(float(z.max()) for _, z in frames) or 1.0
+    return _animation(frames, n, title=f"Attention by position alone during training ({node})",
+                      value_text="attention weight",
+                      colors=dict(colorscale="Blues", zmin=0.0, zmax=top,
+                                  colorbar=dict(title=dict(text="weight"))),
+                      axes=("key position (attended to)", "query position (attending)"))
+
+
 def learned_vs_sinusoidal(table, trained_len: int) -> go.Figure:
-    """The learned table's cosine heatmap beside the fixed sinusoidal table's, first T rows each."""
+    """The first T learned rows beside the sinusoidal table of the same size, each as the
+    *centred* cosine of its rows (the mean row subtracted: the sinusoid's nearly constant
+    low-frequency columns would otherwise make every pair look alike), with the
+    correlation between the two maps off the diagonal in the title."""
     table = as_table(table)
     if not 1 <= trained_len <= table.shape[0]:
         raise ValueError(f"trained_len must be 1..{table.shape[0]}, not {trained_len}")
     learned = table[:trained_len]  # (T, D)
     sinusoidal = analysis.sinusoidal_table(trained_len, table.shape[1])  # (T, D)
-    size = bin_size(trained_len)
+    resemblance = sinusoidal_resemblance(learned)
+    shown = zoom(trained_len)
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12, subplot_titles=(
         f"learned (pos_embed), rows 0-{trained_len - 1}",
         f"sinusoidal (sin_pos), D = {table.shape[1]}"))
     for col, rows in ((1, learned), (2, sinusoidal)):
-        z = block_mean(analysis.similarity(rows).numpy(), size)
-        fig.add_trace(heatmap_trace(z, size, trained_len, x_title="row", y_title="row",
-                                     value_text="cosine similarity",
-                                     colors=similarity_colors("cosine", z), showscale=col == 2),
+        z = analysis.similarity(rows, "centred").numpy()[:shown, :shown]
+        fig.add_trace(heatmap_trace(z, x_title="row", y_title="row",
+                                    value_text=KIND_TEXT["centred"],
+                                    colors=similarity_colors("centred", z), showscale=col == 2),
                       row=1, col=col)
-        heatmap_layout(fig, trained_len, size, x_title="row j", y_title="row i", row=1, col=col)
-    fig.update_layout(title=dict(text="Learned vs sinusoidal positions: cosine similarity of "
-                                      f"the rows{binned_note(size)}"), height=HEIGHT)
+        heatmap_layout(fig, x_title="row j", y_title="row i", row=1, col=col)
+    fig.update_layout(title=dict(text="Learned vs sinusoidal: centred cosine of the rows; "
+                                      f"resemblance r = {resemblance:.2f}"
+                                      f"{zoom_note(shown, trained_len)}"), height=HEIGHT)
     return fig
+
+
+def sinusoidal_resemblance(rows) -> float:
+    """Pearson correlation, off the diagonal, between the centred cosine map of ``rows``
+    (``[T, D]``) and that of the sinusoidal table of the same size: 1 when the learned rows
+    relate to each other as the sinusoid's do, about 0 for unrelated rows."""
+    rows = as_table(rows)
+    T = rows.shape[0]
+    mine = S.centred_cosine_matrix(rows)
+    theirs = S.centred_cosine_matrix(analysis.sinusoidal_table(T, rows.shape[1]))
+    off = ~torch.eye(T, dtype=torch.bool)
+    return S._pearson(mine[off], theirs[off]) if T > 2 else float("nan")

@@ -56,7 +56,7 @@ def grad_norm_plot(row_grad_norm, trained_len: int) -> go.Figure:
                       xaxis_title="row (position)", yaxis_title="Σ over steps of ‖grad of row‖",
                       height=HEIGHT, showlegend=False, bargap=0.1)
     if has_untrained(trained_len, n):
-        mark_trained_len(fig, trained_len, 1, horizontal=False)
+        mark_trained_len(fig, trained_len, horizontal=False)
         all_zero, largest = _untrained_summary(values, trained_len)
         text = (f"rows ≥ {trained_len} got exactly zero gradient:<br>training sequences have "
                 f"only {trained_len} positions" if all_zero else
@@ -80,7 +80,7 @@ def drift_plot(row_drift, trained_len: int, weight_decay: float = 0.0) -> go.Fig
                       xaxis_title="row (position)", yaxis_title="‖W_now[i] − W_init[i]‖",
                       height=HEIGHT, showlegend=False, bargap=0.1)
     if has_untrained(trained_len, n):
-        mark_trained_len(fig, trained_len, 1, horizontal=False)
+        mark_trained_len(fig, trained_len, horizontal=False)
         all_zero, largest = _untrained_summary(values, trained_len)
         if weight_decay > 0:
             text = (f"rows ≥ {trained_len} get no gradient, yet weight decay {weight_decay:g} "
@@ -97,14 +97,17 @@ def drift_plot(row_drift, trained_len: int, weight_decay: float = 0.0) -> go.Fig
 def pca_plot(table, trained_len: int | None = None, dims: int = 2) -> go.Figure:
     """The rows projected on their 2 or 3 leading principal components, coloured by position.
 
-    A thin line joins consecutive positions; trained rows are dots, untrained rows
-    (``>= trained_len``) open diamonds. Axis titles give each component's share of variance.
+    The components are those of the trained rows (``< trained_len``); the untrained rows
+    are projected on them. A thin line joins consecutive positions; trained rows are dots,
+    untrained rows open diamonds. Axis titles give each component's share of the trained
+    rows' variance.
     """
     if dims not in (2, 3):
         raise ValueError(f"dims must be 2 or 3, not {dims!r}")
     table = as_table(table)
     n = table.shape[0]
-    result = analysis.pca(table, dims)
+    fit = trained_len if has_untrained(trained_len, n) else None
+    result = analysis.pca(table, dims, fit_rows=fit)
     coords = as_float32(result.coords)  # (N, k)
     if coords.shape[1] < dims:  # fewer columns than components: pad with zeros
         coords = np.pad(coords, ((0, 0), (0, dims - coords.shape[1])))
