@@ -204,3 +204,19 @@ def test_metrics_hold_every_score_trained_and_at_init(tmp_path):
     store.save(run)
     again = store.load(run.key)
     assert again.scores() == run.scores() and again.initial_scores == run.initial_scores
+
+
+def test_every_preset_shows_its_pattern_for_seeds_0_to_2():
+    """The floors of issue 12, for each task's preset and seeds 0, 1 and 2 (the README's
+    task table quotes these numbers, from bench/pattern_scores.py)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
+    import pattern_scores
+
+    found = pattern_scores.measure()
+    for name, row in found.items():
+        assert row["meets_floor"], (name, row)
+        if row["score"] == "partner_attention":
+            assert row["init_max"] <= 2 / row["T"], (name, row)
