@@ -146,7 +146,7 @@ async def student(browser, url: str, delay: float, result: dict) -> None:
         button = page.get_by_role("button", name="Train", exact=True)
         await button.wait_for(timeout=300_000)
         phases["train_button_shown"] = time.monotonic() - opened
-        await button.click()
+        await button.click(timeout=300_000)  # a loaded page may take a while to accept it
         phases["clicked"] = time.monotonic() - opened
         result["status"] = "submitted"
         # one waiter per page (Playwright polls inside the page), not a query loop
@@ -290,6 +290,7 @@ async def scenario(p, students_p, base: str, server, log: Path, links: list[str]
         "statuses": {s: [r["status"] for r in results].count(s)
                      for s in sorted({r["status"] for r in results})},
         "trainings": len(trainings(log)) - before,
+        "training_s": distribution([seconds for *_, seconds in trainings(log)[before:]]),
         "wall_s": round(wall, 1),
         "cpu_s": {"server": round(cpu_seconds([server.pid]) - cpu_server, 1),
                   "student_browsers_and_editor": round(

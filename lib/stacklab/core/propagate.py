@@ -39,7 +39,9 @@ def propagate(bound, shape: Shape, input_dtype: str, dtype: str):
         env = {k: v for k, v in binding.items() if k != "..."}
         env.update(args)
         for constraint in spec.constraints:
-            dim, limit = env[constraint.dim], args[constraint.arg]
+            if not constraint.applies(args):
+                continue
+            dim, limit = env[constraint.dim], constraint.bound(args)
             if isinstance(dim, str):
                 key = (dim, "<=") if constraint.op == "<=" else (dim, constraint.op, limit)
                 kept = requires.get(key)

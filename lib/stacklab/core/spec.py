@@ -40,6 +40,7 @@ class Arg:
     maximum: float | None = None
     min_inclusive: bool = True
     max_inclusive: bool = True
+    choices: tuple[str, ...] = ()  # for a str argument: the values it may take
 
     @property
     def required(self) -> bool:
@@ -51,7 +52,9 @@ class Arg:
 
     @property
     def constraints(self) -> str:
-        """The range as text: ``>= 1; <= 2147483647``."""
+        """The range as text: ``>= 1; <= 2147483647`` (or ``one of "none", "rope"``)."""
+        if self.choices:
+            return "one of " + ", ".join(format_value(c) for c in self.choices)
         parts = []
         if self.minimum is not None:
             parts.append(f"{'>=' if self.min_inclusive else '>'} {_number(self.minimum)}")
@@ -67,6 +70,8 @@ class Arg:
         """Why ``value`` is not acceptable, or ``None``. ``value`` already has the right type."""
         if isinstance(value, float) and not math.isfinite(value):
             return f"{self.name} must be a finite number"
+        if self.choices and value not in self.choices:
+            return f"{self.name} must be {self.constraints}"
         low, high = self.minimum, self.maximum
         if low is not None and (value < low or (value == low and not self.min_inclusive)):
             return f"{self.name} must be {self.constraints}"
@@ -109,10 +114,21 @@ class Constraint:
     arg: str
     message: str
     hint: str
+    factor: int = 1  # the bound is factor * arg: "D % (2·heads) == 0" for a RoPE head width
+    when: Callable[[Mapping[str, object]], bool] | None = None  # applies only if (args) holds
+    when_text: str = ""  # what ``when`` asks, in the stack language: 'position="rope"'
 
     @property
     def text(self) -> str:
-        return constraint_text(self.dim, self.op, self.arg)
+        bound = self.arg if self.factor == 1 else f"({self.factor}·{self.arg})"
+        text = constraint_text(self.dim, self.op, bound)
+        return f"{text} when {self.when_text}" if self.when_text else text
+
+    def bound(self, args: Mapping[str, object]) -> int:
+        return self.factor * args[self.arg]
+
+    def applies(self, args: Mapping[str, object]) -> bool:
+        return self.when is None or self.when(args)
 
     def holds(self, dim: int, bound: int) -> bool:
         return dim <= bound if self.op == "<=" else dim % bound == 0

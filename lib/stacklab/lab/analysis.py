@@ -12,6 +12,7 @@ tensors or small dataclasses; `stacklab.figures` turns them into plots.
 from __future__ import annotations
 
 import contextlib
+import types
 from dataclasses import dataclass
 
 import torch
@@ -24,7 +25,8 @@ from . import scores as S
 __all__ = ["similarity", "positional_attention", "attention_map", "attention_scores",
            "rows_alone", "rows_alone_scores", "pca", "PCA", "length_probe", "LengthProbe",
            "sinusoidal_table", "scores", "model_scores", "rows_scores", "pattern_score",
-           "score_text"]
+           "score_text", "attention_without_table", "length_generalization",
+           "attention_pattern_without_table"]
 
 
 def similarity(table: torch.Tensor, kind: str = "cosine") -> torch.Tensor:
@@ -154,6 +156,42 @@ def _model_and_length(run_or_model, T: int | None):
     return run_or_model, T
 
 
+def _mean_attention_input(run, attention) -> torch.Tensor:
+    """The input the attention gets on held-out sequences, averaged over sequences and
+    positions: ``[D]``, what "a typical token anywhere" looks like to it."""
+    captured = {}
+    hook = attention.register_forward_pre_hook(lambda _, args: captured.setdefault("x", args[0]))
+    size = min(256, run.config.batch_size)
+    x, _ = run.task.eval_set(run.config.seq_len, size=size,
+                             device=next(run.model.parameters()).device)
+    try:
+        with torch.no_grad(), evaluating(run.model):
+            run.model(x)
+    finally:
+        hook.remove()
+    return captured["x"].mean((0, 1))  # (D,)
+
+
+def attention_without_table(run) -> tuple[str, torch.Tensor, torch.Tensor] | None:
+    """For a stack with no position table: what the first attention does by position
+    alone, when every position holds the same (typical) input, so only the encoding inside
+    the attention (RoPE, ALiBi, relative bias, or the causal mask) tells them apart.
+    ``(attention's name, weights [T, T] averaged over heads, scores by offset [H, 2T-1])``,
+    offsets key minus query from -(T-1) to T-1; None without an attention."""
+    found = attention_after(run.model, None)
+    if found is None:
+        return None
+    name, attention = found
+    T = run.config.seq_len
+    x = _mean_attention_input(run, attention)[None, None, :].expand(1, T, -1)  # (1, T, D)
+    with torch.no_grad(), evaluating(run.model):
+        weights = attention.weights(x)[0].mean(0).float().cpu()  # (T, T)
+        scores = attention.scores(x)[0].float().cpu()  # (H, T, T)
+    by_offset = torch.stack([torch.stack([head.diagonal(offset).mean() for offset in range(-(T - 1), T)])
+                             for head in scores])  # (H, 2T-1)
+    return name, weights, by_offset
+
+
 def attention_map(run, node: str | None = None, size: int = 256) -> tuple[torch.Tensor, int] | None:
     """The attention weights of the first attention (after ``node``), measured on held-out
     sequences and averaged over sequences and heads: ``([T, T]`` rows sum to 1, the number
@@ -268,6 +306,37 @@ def length_probe(run, probe_len: int | None = None, size: int = 512) -> LengthPr
     return LengthProbe(trained_len=T, probe_len=probe_len, accuracy=accuracy, baseline=baseline)
 
 
+def length_generalization(run, lengths, size: int = 512) -> dict[str, dict]:
+    """Held-out accuracy of ``run``'s model on sequences of each length in ``lengths``
+    (SPEC §16): ``{"32": {"accuracy": x, "per_position": [...]}}``. A length the stack
+    cannot take (past a table's ``max_len``, or a stack whose shapes need the trained
+    length) gets ``{"error": why}`` instead; a task whose labels change with the length
+    adds its ``note``. The model comes back as it was."""
+    model = run.model
+    original = model.network
+    found: dict[str, dict] = {}
+    try:
+        for length in lengths:
+            try:
+                network = resolve(run.network.source, ["B", int(length)], input_dtype="int64",
+                                  dtype=run.network.dtype)
+                model.use_network(network)
+            except StackError as err:
+                found[str(length)] = {"error": err.message}
+                continue
+            x, y = run.task.eval_set(int(length), size=size,
+                                     device=next(model.parameters()).device)
+            per_position = _accuracy_per_position(model, x, y, run.config.batch_size)
+            entry = {"accuracy": round(per_position.mean().item(), 6),
+                     "per_position": [round(v, 6) for v in per_position.tolist()]}
+            if run.task.length_note and int(length) != run.config.seq_len:
+                entry["note"] = run.task.length_note
+            found[str(length)] = entry
+    finally:
+        model.use_network(original)
+    return found
+
+
 def _accuracy_per_position(model, x: torch.Tensor, y: torch.Tensor, chunk: int) -> torch.Tensor:
     """Held-out accuracy at each position, ``chunk`` sequences at a time (no more memory
     than a training step)."""
@@ -379,6 +448,27 @@ def scores(run) -> dict[str, dict]:
             entry["skipped"] = now["skipped"]
         found[node] = entry
     return found
+
+
+def attention_pattern_without_table(run) -> dict | None:
+    """For a stack with no position table and an attention (NoPE, RoPE, ALiBi, relative):
+    the task's partner attention of `attention_without_table`, trained and at init
+    (``{"node", "position", "pattern": {"name", "value", "init"}}``); None otherwise."""
+    if run.position_nodes or run.task.partner is None:
+        return None
+    found = attention_without_table(run)
+    if found is None:
+        return None
+    name, weights, _ = found
+    partners = run.task.partner(run.config.seq_len)
+    initial = types.SimpleNamespace(model=run.network.build(seed=run.config.seed,
+                                                            device=run.device),
+                                    config=run.config, task=run.task)
+    init = attention_without_table(initial)[1]
+    return {"node": name, "position": getattr(run.model.get_submodule(name), "position", "none"),
+            "pattern": {"name": "partner_attention",
+                        "value": _finite(S.partner_attention(weights, partners)),
+                        "init": _finite(S.partner_attention(init, partners))}}
 
 
 def score_text(entry: dict, name: str, digits: int = 2) -> str:

@@ -97,7 +97,10 @@ def run_flops(network: Network, config: TrainConfig) -> tuple[float, int]:
     evaluations = config.steps // config.eval_every + 1
     flops = 3 * per_sequence * config.batch_size * config.steps \
         + per_sequence * EVAL_SIZE * evaluations
-    return float(flops), evaluations
+    # each length of eval_lengths: one pass over its held-out set, attention growing as T²
+    flops += sum(per_sequence * EVAL_SIZE * (length / config.seq_len) ** 2
+                 for length in config.lengths)
+    return float(flops), evaluations + len(config.lengths)
 
 
 def _size(count: int) -> str:

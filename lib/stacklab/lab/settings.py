@@ -50,6 +50,8 @@ class Setting:
     step: float = 1  # the app control's step
     metavar: str = ""  # the value's name in the CLI's usage (default N for ints, X for floats)
     optional: bool = False  # None is a value of its own ("none" in a link: the setting is off)
+    items: int = 0  # > 0: a str setting holding a comma-separated list of at most this many
+    #                 whole numbers within the ranges ("16,32,64"; "" for none)
 
     @property
     def flag(self) -> str:
@@ -79,8 +81,22 @@ class Setting:
     def _library_range(self) -> tuple:
         return self.low, self.high, self.low_open
 
+    def _list(self, text: object, low, high) -> tuple[str | None, str | None]:
+        """A list setting's canonical text ("16,32,64"), or (None, why not)."""
+        parts = [part.strip() for part in str(text).split(",") if part.strip()]
+        numbers = [_whole(part) for part in parts]
+        if len(parts) > self.items or any(n is None or not low <= n <= high for n in numbers):
+            return None, (f"{self.name}={shown(str(text))} is not a list of at most "
+                          f"{self.items} whole numbers from {low:,} to {high:,}")
+        return ",".join(str(n) for n in dict.fromkeys(numbers)), None
+
     def check(self, value: object) -> None:
         """Raise ``E_ARG`` unless ``value`` lies in the library's range."""
+        if self.items:
+            _, problem = self._list(value, self.low, self.high)
+            if problem:
+                raise StackError("E_ARG", problem, hint=f"e.g. {self.name}=16,32,64")
+            return
         if self.low is not None and not self._in_range(value, *self._library_range()):
             raise StackError("E_ARG", f"{self.name} must be "
                              f"{self._range_text(*self._library_range())}, not {value!r}",
@@ -94,6 +110,8 @@ class Setting:
             return None, f"{self.name}={shown(raw)} is not one of {', '.join(self.choices)}"
         if self.optional and raw.strip().lower() in ("", "none"):
             return None, None
+        if self.items:
+            return self._list(raw, *self.classroom)
         low, high = self.classroom
         low_open = self.low_open and low == self.low
         value = _whole(raw) if self.whole else _number(raw)
@@ -103,6 +121,11 @@ class Setting:
 
     def parse_flag(self, text: str):
         """A value from the command line (library range); ``ValueError`` says why not."""
+        if self.items:
+            value, problem = self._list(text, self.low, self.high)
+            if problem:
+                raise ValueError(problem)
+            return value
         value = _whole(text) if self.whole else _number(text)
         if value is None or (self.low is not None
                              and not self._in_range(value, *self._library_range())):
@@ -114,6 +137,8 @@ class Setting:
         if self.choices:
             options = self.offered() if self.offered else list(self.choices)
             return {"options": options, "help": self.help}
+        if self.items:
+            return {"help": self.help, "placeholder": "e.g. 16,32,64"}
         low, high = self.classroom
         kwargs = {"min_value": self.type(low), "max_value": self.type(high),
                   "step": self.type(self.step), "help": self.help}
@@ -179,6 +204,17 @@ class TrainConfig:
         optional=True, step=0.01,
         help="stop at the first held-out evaluation that reaches this held-out accuracy "
              "(steps is then a ceiling); empty or none: train every step")
+    eval_lengths: str = setting(
+        str, "", label="Evaluate at lengths", metavar="LENGTHS", low=1, high=65_536,
+        classroom=(1, 2048), items=8,
+        help="after training, held-out accuracy at each of these sequence lengths, e.g. "
+             "16,32,64 (length generalization; a length past a table's max_len is reported "
+             "as such)")
+
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        """``eval_lengths`` as numbers."""
+        return tuple(int(part) for part in self.eval_lengths.split(",") if part.strip())
 
     def filled(self) -> "TrainConfig":
         """The config with the task's defaults filled in, every value checked (``E_ARG``)."""
@@ -190,6 +226,8 @@ class TrainConfig:
             value = getattr(config, row.name)
             if value is not None:
                 row.check(value)
+            if row.items:  # one way to write a list: "32, 16,16" is "32,16"
+                config = replace(config, **{row.name: row._list(value, row.low, row.high)[0]})
         return config
 
 

@@ -331,6 +331,7 @@ def _write_run(folder: Path, run, figures: dict | None = None) -> None:
         "snapshot_steps": steps,
         "attention_steps": attention_steps,
         "initial_scores": run.initial_scores,
+        "length_generalization": run.length_generalization,
     }
     _write_text(folder / "metrics.json", json.dumps(run.metrics(), indent=2) + "\n")
     if figures is not None:
@@ -383,6 +384,7 @@ def _read_run(folder: Path, key: str, device: str | None) -> Run:
                 (int(step), handle.get_tensor(f"attention.{node}.{index}"))
                 for index, step in enumerate(steps)]
     run.initial_scores = record.get("initial_scores", {})
+    run.length_generalization = record.get("length_generalization", {})
     if set(run.initial_tables) != {name for name, _ in model.layers("position_table")}:
         raise ValueError("the record does not hold every position table")
     return run

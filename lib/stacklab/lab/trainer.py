@@ -110,7 +110,10 @@ class Run:
     # the attention-by-position map ([T, T]) at the same steps, for tables an attention follows
     attention_snapshots: dict[str, list[tuple[int, torch.Tensor]]] = field(default_factory=dict)
     initial_scores: dict[str, dict] = field(default_factory=dict)  # analysis.model_scores at init
+    # held-out accuracy at the lengths of ``config.eval_lengths`` (`analysis.length_generalization`)
+    length_generalization: dict[str, dict] = field(default_factory=dict)
     _scores: tuple | None = field(default=None, repr=False, compare=False)
+    _attention_pattern: tuple | None = field(default=None, repr=False, compare=False)
     row_grad_norm: dict[str, torch.Tensor] = field(default_factory=dict)  # sum over steps
 
     @property
@@ -147,7 +150,20 @@ class Run:
             "history": list(self.history),
             "position_tables": {node: self._table_metrics(node, scores)
                                 for node in self.position_nodes},
+            **({"length_generalization": self.length_generalization}
+               if self.length_generalization else {}),
+            **({"attention_by_position": without} if (without := self.attention_pattern())
+               else {}),
         }
+
+    def attention_pattern(self) -> dict | None:
+        """For a stack without a position table: the attention's partner score
+        (`analysis.attention_pattern_without_table`), once per step."""
+        cached = self._attention_pattern
+        if cached is None or cached[0] != (self.step, self.status):
+            cached = self._attention_pattern = ((self.step, self.status),
+                                                analysis.attention_pattern_without_table(self))
+        return cached[1]
 
     def scores(self) -> dict[str, dict]:
         """Every score of every position table, trained and at init (`analysis.scores`);
@@ -298,6 +314,8 @@ class Trainer:
             if run.status != Status.FAILED and needs_eval:
                 run.history.append(self._evaluate(model, eval_x, eval_y, classes, run.step,
                                                   config.batch_size))
+            if run.status != Status.FAILED and config.lengths:
+                run.length_generalization = analysis.length_generalization(run, config.lengths)
             self._fire("on_end", run)
         return run
 

@@ -17,7 +17,8 @@ import plotly.io as pio
 from ...core.errors import StackError
 from .. import analysis
 from .. import scores as S
-from .curves import cosine_by_distance_plot, length_probe_plot, training_curves
+from .curves import (cosine_by_distance_plot, length_generalization_plot, length_probe_plot,
+                     offset_scores_plot, training_curves)
 from .heatmaps import (attention_heatmap, attention_snapshot_heatmaps, learned_vs_sinusoidal,
                        positional_attention_heatmap, rows_alone_heatmap, similarity_heatmap,
                        sinusoidal_resemblance, snapshot_heatmaps)
@@ -70,6 +71,16 @@ class FigureContext:
     def attention_map(self):
         """`analysis.attention_map`: (weights, number of sequences)."""
         return analysis.attention_map(self.run, self.node)
+
+    @cached_property
+    def without_table(self):
+        """`analysis.attention_without_table` (for a stack with no position table)."""
+        return analysis.attention_without_table(self.run)
+
+    @property
+    def attention_position(self) -> str:
+        name = self.without_table[0]
+        return getattr(self.run.model.get_submodule(name), "position", "none")
 
     @cached_property
     def probe(self) -> analysis.LengthProbe:
@@ -154,6 +165,35 @@ def _rows_alone_caption(ctx: FigureContext) -> str:
             "directions; their cosine map hardly changed.")
 
 
+def _without_table_score(run) -> str:
+    found = run.attention_pattern()
+    if found is None:
+        return ""
+    pattern = found["pattern"]
+    return (f"partner attention {pattern['value']:.2f} (at init {pattern['init']:.2f})"
+            if pattern["value"] is not None else "")
+
+
+def _lengths_caption(run) -> str:
+    T = run.config.seq_len
+    parts = [f"Held-out accuracy at each position of sequences of other lengths, trained on "
+             f"T = {T} (the thick line): past T a learned table has only untrained rows, "
+             "while encodings of distance (RoPE, ALiBi, relative) may carry on."]
+    for length, entry in run.length_generalization.items():
+        if "error" in entry:
+            parts.append(f"Length {length} not measured: {entry['error'].rstrip('.')}.")
+        elif "note" in entry:
+            parts.append(f"At length {length} the labels change meaning: {entry['note']}.")
+            break
+    return " ".join(parts)
+
+
+def _lengths_score(run) -> str:
+    return "; ".join(f"length {length}: " + (f"{entry['accuracy']:.0%}" if "accuracy" in entry
+                                               else "beyond capacity")
+                     for length, entry in run.length_generalization.items())
+
+
 def _drift_score(ctx: FigureContext) -> str:
     drift = ctx.run.row_drift(ctx.node)
     text = f"mean drift of the trained rows {drift[:ctx.T].mean():.3g}"
@@ -176,6 +216,32 @@ FIGURES: tuple[FigureSpec, ...] = (
         lambda ctx: training_curves(ctx.run.history, ctx.run.train_loss),
         applies=lambda ctx: bool(ctx.run.history), needs_table=False,
         score=lambda ctx: f"final held-out accuracy {ctx.run.final['accuracy']:.1%}"),
+    FigureSpec(
+        "Length generalization",
+        lambda ctx: _lengths_caption(ctx.run),
+        lambda ctx: length_generalization_plot(ctx.run.length_generalization, ctx.T),
+        applies=lambda ctx: bool(ctx.run.length_generalization), needs_table=False,
+        score=lambda ctx: _lengths_score(ctx.run)),
+    FigureSpec(
+        "Attention by position alone (no table)",
+        lambda ctx: "This stack has no position table, so every position gets the same "
+                    "typical input (the mean input of the attention on held-out data) and only "
+                    f"what the attention itself knows of positions (position=\"{ctx.attention_position}\""
+                    f"{', the causal mask' if ctx.run.model.get_submodule(ctx.without_table[0]).causal else ''}) "
+                    f"tells them apart. What to look for: {ctx.run.task.pattern}",
+        lambda ctx: positional_attention_heatmap(ctx.without_table[1], ctx.without_table[0]),
+        applies=lambda ctx: not ctx.run.position_nodes and ctx.without_table is not None,
+        needs_table=False,
+        score=lambda ctx: _without_table_score(ctx.run)),
+    FigureSpec(
+        "Attention score by offset",
+        lambda ctx: "The score a key gets for being a given distance to the left or right of the "
+                    "query, per head, with the same input everywhere: what the encoding inside "
+                    "the attention adds (flat without one).",
+        lambda ctx: offset_scores_plot(ctx.without_table[2], ctx.without_table[0],
+                                       ctx.attention_position),
+        applies=lambda ctx: not ctx.run.position_nodes and ctx.without_table is not None,
+        needs_table=False),
     FigureSpec(
         "Cosine similarity of the rows",
         lambda ctx: f"How alike each pair of rows of {ctx.node}'s table points"
@@ -310,13 +376,14 @@ def _drawn(spec: FigureSpec, ctx: FigureContext) -> RunFigure:
 def pattern_figure(run, node: str | None = None) -> RunFigure | None:
     """The figure where the run's task shows its pattern (``Task.pattern_figure``), drawn
     from the model as it is now, so a page can show it forming; the cosine map when that
-    figure does not apply or cannot be drawn; None without a position table."""
+    figure does not apply or cannot be drawn; for a stack without a position table, its
+    attention by position alone; None when there is nothing to show."""
     ctx = _context(run, node)
-    if ctx.node is None:
-        return None
-    for title in (run.task.pattern_figure, "Cosine similarity of the rows"):
+    wanted = ((run.task.pattern_figure, "Cosine similarity of the rows") if ctx.node is not None
+              else ("Attention by position alone (no table)",))
+    for title in wanted:
         spec = next(s for s in FIGURES if s.title == title)
-        if spec.applies(ctx):
+        if (ctx.node is not None or not spec.needs_table) and spec.applies(ctx):
             drawn = _drawn(spec, ctx)
             if not drawn.caption.startswith("Skipped"):
                 return drawn

@@ -43,6 +43,51 @@ def length_probe_plot(probe: analysis.LengthProbe) -> go.Figure:
     return fig
 
 
+def length_generalization_plot(found: dict[str, dict], trained_len: int) -> go.Figure:
+    """Held-out accuracy at each position, one line per evaluated length (`Run.length_generalization`),
+    the trained length marked; lengths the stack could not take are named in the title."""
+    fig = go.Figure()
+    palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+               "#17becf"]
+    measured = [(int(length), entry) for length, entry in found.items() if "per_position" in entry]
+    for index, (length, entry) in enumerate(sorted(measured)):
+        fig.add_trace(go.Scatter(
+            x=np.arange(length, dtype=np.int32), y=as_float32(entry["per_position"]),
+            mode="lines", name=f"length {length}: {entry['accuracy']:.0%}",
+            line=dict(color=palette[index % len(palette)], width=3 if length == trained_len else 1.5),
+            hovertemplate=f"length {length}<br>position %{{x}}<br>accuracy %{{y:.1%}}<extra></extra>"))
+    refused = [length for length, entry in found.items() if "error" in entry]
+    title = f"Accuracy per position at each length (trained on T = {trained_len})"
+    if refused:
+        title += f"; not measured at {', '.join(refused)} (see the caption)"
+    fig.update_layout(title=dict(text=title), xaxis_title="position in the sequence",
+                      yaxis=dict(title="held-out accuracy", range=[0, 1.05], tickformat=".0%"),
+                      height=HEIGHT, legend=dict(orientation="h", y=-0.15))
+    if any(length > trained_len for length, _ in measured):
+        mark_trained_len(fig, trained_len, horizontal=False)
+    return fig
+
+
+def offset_scores_plot(by_offset, name: str, position: str) -> go.Figure:
+    """The attention score each key-minus-query offset gets, one line per head
+    (`analysis.attention_without_table`): RoPE's waves, ALiBi's straight penalties, the
+    learned buckets of a relative bias, or flat lines without any encoding."""
+    by_offset = as_float32(by_offset)  # (H, 2T-1)
+    T = (by_offset.shape[1] + 1) // 2
+    offsets = np.arange(-(T - 1), T, dtype=np.int32)
+    fig = go.Figure([go.Scatter(x=offsets, y=row, mode="lines", name=f"head {head}",
+                                hovertemplate=f"head {head}<br>offset %{{x}}<br>score %{{y:.3f}}"
+                                              "<extra></extra>")
+                     for head, row in enumerate(by_offset)])
+    fig.add_vline(x=0, line=dict(color="#999", width=1))
+    fig.update_layout(title=dict(text=f"Attention score by offset in {name} "
+                                      f"(position=\"{position}\"), the same input everywhere"),
+                      xaxis_title="key position minus query position (negative: to the left)",
+                      yaxis_title="score before the softmax (mean over queries)",
+                      height=HEIGHT, legend=dict(orientation="h", y=-0.15))
+    return fig
+
+
 def cosine_by_distance_plot(trained: Sequence[float], init: Sequence[float] | None = None,
                             node: str = "the table") -> go.Figure:
     """Mean cosine of row pairs at each distance 1..T-1 (`scores.cosine_by_distance`),
