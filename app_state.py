@@ -210,7 +210,8 @@ def bound(widget, field: str, label: str, page: str, **kwargs):
 def setting_control(container, name: str, page: str):
     """The control of training setting ``name``, made from its row of the settings table."""
     row = SETTINGS[name]
-    widget = container.selectbox if row.choices else container.number_input
+    widget = (container.selectbox if row.choices else container.text_input if row.items
+              else container.number_input)
     return bound(widget, name, row.label, page, **row.control())
 
 

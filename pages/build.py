@@ -111,6 +111,10 @@ if not app_state.hidden("layers"):
             elif arg.type is float:
                 chosen[arg.name] = float(st.number_input(arg.name, value=float(value), key=key,
                                                          format="%g", help=help_text))
+            elif arg.choices:
+                chosen[arg.name] = st.selectbox(arg.name, arg.choices, key=key, help=help_text,
+                                                index=arg.choices.index(value)
+                                                if value in arg.choices else 0)
             else:
                 chosen[arg.name] = st.text_input(arg.name, value=str(value), key=key,
                                                  help=help_text)

@@ -95,7 +95,9 @@ class Setting:
         if self.items:
             _, problem = self._list(value, self.low, self.high)
             if problem:
-                raise StackError("E_ARG", problem, hint=f"e.g. {self.name}=16,32,64")
+                raise StackError("E_ARG", f"{self.name} must be a list of at most {self.items} "
+                                 f"whole numbers from {self.low:,} to {self.high:,}, not "
+                                 f"{shown(str(value))}", hint=f"e.g. {self.name}=16,32,64")
             return
         if self.low is not None and not self._in_range(value, *self._library_range()):
             raise StackError("E_ARG", f"{self.name} must be "
