@@ -3,6 +3,9 @@
     stacklab resolve FILE|- --input B,12 [--input-dtype int64] [--dtype float32] [--json]
     stacklab train [FILE|-] --task NAME [--seq-len T] [--steps N] [--batch-size N] [--lr X]
                    [--weight-decay X] [--seed S] [--device auto|cpu|cuda|mps] --out DIR
+    stacklab compare RUN RUN... --out DIR        (RUN: a folder of `train --out`, or a run key)
+    stacklab sweep --task NAME --stack FILE [--stack FILE ...] --seeds 0-4 [train flags]
+                   --out DIR
     stacklab tasks [--json]
     stacklab ops [--json]
     stacklab docs --out DIR
@@ -52,13 +55,25 @@ def _parser() -> argparse.ArgumentParser:
                              "and an HTML report")
     tr.add_argument("file", nargs="?", default=None,
                     help="the stack file, or - for standard input (default: the task's preset)")
-    for row in SETTINGS.values():  # one flag per setting of the table, checked by its row
-        if row.cli:
-            tr.add_argument(row.flag, dest=row.name, default=None, required=row.name == "task",
-                            choices=row.choices if row.choices and row.name != "task" else None,
-                            type=None if row.choices else _flag_type(row), help=_flag_help(row),
-                            metavar=None if row.name == "device" else row.value_name)
+    _setting_flags(tr)
     tr.add_argument("--out", required=True, metavar="DIR", help="folder for the run's files")
+
+    cmp = commands.add_parser("compare", help="put runs side by side: settings and scores in "
+                              "comparison.json, the same figures aligned in comparison.html")
+    cmp.add_argument("runs", nargs="+", metavar="RUN",
+                     help="a folder written by `stacklab train --out`, or a run key of the store")
+    cmp.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
+
+    sw = commands.add_parser("sweep", help="train every stack x seed on the pool; write "
+                             "results.csv and comparison.html")
+    sw.add_argument("--stack", action="append", required=True, metavar="FILE",
+                    help="a stack file (repeat for each stack to compare)")
+    sw.add_argument("--seeds", default="0", metavar="SEEDS",
+                    help="seeds as a range or a list: 0-4, or 0,1,2 (default 0)")
+    _setting_flags(sw, skip=("seed",))
+    sw.add_argument("--workers", type=int, default=None, metavar="N",
+                    help="runs at once (default: one per core; on Ray, the cluster decides)")
+    sw.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
 
     tasks = commands.add_parser("tasks", help="list the toy tasks")
     tasks.add_argument("--json", action="store_true", help="print the list as JSON")
@@ -69,6 +84,22 @@ def _parser() -> argparse.ArgumentParser:
     docs = commands.add_parser("docs", help="write the op reference (one Markdown page per op)")
     docs.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
     return parser
+
+
+def _setting_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
+    """One flag per setting of the table, checked by its row."""
+    for row in SETTINGS.values():
+        if row.cli and row.name not in skip:
+            parser.add_argument(
+                row.flag, dest=row.name, default=None, required=row.name == "task",
+                choices=row.choices if row.choices and row.name != "task" else None,
+                type=None if row.choices else _flag_type(row), help=_flag_help(row),
+                metavar=None if row.name == "device" else row.value_name)
+
+
+def _config(args) -> TrainConfig:
+    given = {row.name: getattr(args, row.name, None) for row in SETTINGS.values() if row.cli}
+    return TrainConfig(**{name: value for name, value in given.items() if value is not None})
 
 
 def _flag_type(row):
@@ -152,9 +183,7 @@ def _cmd_train(args, parser) -> int:
     from .lab.trainer import Status, Trainer
 
     source = read_source(args.file, parser) if args.file is not None else None
-    given = {row.name: getattr(args, row.name) for row in SETTINGS.values() if row.cli}
-    config = TrainConfig(**{name: value for name, value in given.items() if value is not None})
-    trainer = Trainer(source, config)
+    trainer = Trainer(source, _config(args))
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -171,11 +200,15 @@ def _cmd_train(args, parser) -> int:
     if run.status == Status.FAILED:
         print(f"stacklab: the run failed: {run.error}", file=sys.stderr)
         return 1
-    save_checkpoint(out / "model.safetensors", run.model, run_metadata(run))
-    (out / "metrics.json").write_text(json.dumps(run.metrics(), indent=2) + "\n")
+    from .lab.figures import figures_from_json, figures_json
     from .lab.report_html import report_html
+    from .lab.store import write_summary
 
-    (out / "report.html").write_text(report_html(run), encoding="utf-8")
+    figures = figures_json(run)  # drawn once: the report and a later `compare` share them
+    save_checkpoint(out / "model.safetensors", run.model, run_metadata(run))
+    write_summary(out, run, figures)  # metrics.json, figures.json, run.json
+    (out / "report.html").write_text(report_html(run, figures_from_json(figures)),
+                                     encoding="utf-8")
     final = run.final
     print(f"{run.status}: {run.step} steps in {run.seconds:.1f} s on {run.device}; held-out "
           f"accuracy {final['accuracy']:.2%}, loss {final['loss']:.4f}", file=sys.stderr)
@@ -185,6 +218,155 @@ def _cmd_train(args, parser) -> int:
         print(f"stacklab: the run diverged: {run.error}", file=sys.stderr)
         return 1
     return 0
+
+
+def _open_run(text: str, store):
+    """A `StoredRun` from a folder or a run key."""
+    from .lab.keys import is_key
+    from .lab.store import StoredRun
+
+    if Path(text).is_dir():
+        return StoredRun.of_folder(text)
+    if is_key(text):
+        found = store.open(text)
+        if found is None:
+            raise StackError("E_VALUE", f"no run {text} in the run store ({store.root})",
+                             hint="train it first, or give the folder of its files")
+        return found
+    raise StackError("E_VALUE", f"{text[:200]!r} is neither a folder nor a run key",
+                     hint="give a folder written by `stacklab train --out DIR`, or a run key")
+
+
+def _write_comparison(out: Path, entries, parser, preface: str = "") -> None:
+    from .lab.compare import comparison, comparison_html
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        parser.error(f"cannot create {str(out)!r}: {err.strerror or err}")
+    (out / "comparison.json").write_text(json.dumps(comparison(entries), indent=2) + "\n")
+    (out / "comparison.html").write_text(comparison_html(entries, preface=preface),
+                                         encoding="utf-8")
+
+
+def _cmd_compare(args, parser) -> int:
+    from .lab.store import RunStore
+
+    if len(args.runs) > 8:
+        parser.error(f"compare takes at most 8 runs, not {len(args.runs)}")
+    store = RunStore()
+    entries = [(Path(text).name if Path(text).is_dir() else text[:12], _open_run(text, store))
+               for text in args.runs]
+    out = Path(args.out)
+    _write_comparison(out, entries, parser)
+    print(f"wrote {out / 'comparison.json'}, {out / 'comparison.html'}", file=sys.stderr)
+    return 0
+
+
+def _seeds(text: str, parser) -> list[int]:
+    """``0-4`` or ``0,1,2``: at most 100 seeds."""
+    try:
+        if "-" in text.strip().lstrip("-"):
+            low, high = (int(part) for part in text.split("-", 1))
+            seeds = list(range(low, high + 1))
+        else:
+            seeds = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        parser.error(f"--seeds {text!r} is not a range (0-4) or a list (0,1,2)")
+    if not seeds or len(seeds) > 100 or min(seeds) < 0:
+        parser.error(f"--seeds {text!r}: give 1 to 100 seeds, each 0 or more")
+    return seeds
+
+
+def _cmd_sweep(args, parser) -> int:
+    import csv
+    import dataclasses
+    import html
+
+    from .lab.budgets import Budgets
+    from .lab.compare import spread, summary
+    from .lab.store import RunStore
+    from .serve.pool import JobPool
+
+    seeds = _seeds(args.seeds, parser)
+    stacks = [(Path(path).stem, read_source(path, parser)) for path in args.stack]
+    base = _config(args)
+    plan = [(label, source, dataclasses.replace(base, seed=seed))
+            for label, source in stacks for seed in seeds]
+    store = RunStore()
+    pool = JobPool(workers=args.workers, budgets=Budgets(), ttl_seconds=10 ** 9,
+                   max_queued=len(plan) + 1, store=store)
+    try:
+        for _, source, config in plan:
+            pool.check(source, config)  # every stack and setting checked before any training
+        jobs = [pool.submit(f"sweep-{index}", source, config)
+                for index, (_, source, config) in enumerate(plan)]
+        bar = ProgressBar(f"sweep {len(stacks)} stacks x {len(seeds)} seeds", len(jobs))
+        shown = -1
+        while shown < len(jobs):
+            done = sum(not job.status.active for job in jobs)
+            if done != shown:
+                bar.update(_Progress(done))
+                shown = done
+            if done < len(jobs):
+                time.sleep(0.25)
+            else:
+                break
+        bar.close()
+    finally:
+        pool.shutdown()
+    out = Path(args.out)
+    rows, entries, by_stack = [], [], {}
+    for (label, _, config), job in zip(plan, jobs):
+        if job.run is None:
+            rows.append({"stack": label, "seed": config.seed, "key": job.key,
+                         "status": str(job.status), "error": job.error})
+            continue
+        found = summary(job.run)
+        row = {"stack": label, "seed": config.seed, "key": job.key, "status": found["status"],
+               "final_accuracy": found["final_accuracy"], "pattern": found["pattern"]["name"],
+               "pattern_value": found["pattern"]["value"],
+               "pattern_init": found["pattern"]["init"]}
+        for length, entry in found["length_generalization"].items():
+            row[f"accuracy_at_{length}"] = entry.get("accuracy")
+            row[f"past_T_at_{length}"] = entry.get("past_T")
+        rows.append(row)
+        by_stack.setdefault(label, []).append(row)
+        if config.seed == seeds[0]:
+            entries.append((f"{label} (seed {config.seed})", job.run))
+    columns = list(dict.fromkeys(name for row in rows for name in row))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        parser.error(f"cannot create {str(out)!r}: {err.strerror or err}")
+    with open(out / "results.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    measured = [name for name in columns if name.startswith(("final_accuracy", "pattern_value",
+                                                              "past_T_at_"))
+                and any(row.get(name) is not None for row in rows)]
+    lines = [f"<p>Task {base.task}, seeds {args.seeds}: mean ± standard deviation over the "
+             "seeds.</p><table class='runs'><tr><th>stack</th>"
+             + "".join(f"<th>{name}</th>" for name in measured) + "</tr>"]
+    for label, found in by_stack.items():
+        lines.append(f"<tr><td>{html.escape(label)}</td>" + "".join(
+            f"<td>{spread([row.get(name) for row in found])}</td>" for name in measured) + "</tr>")
+    lines.append("</table><h2>Seed " + str(seeds[0]) + " of each stack, figure by figure</h2>")
+    _write_comparison(out, entries, parser, preface="".join(lines))
+    failed = [row for row in rows if row["status"] == "failed"]
+    for label, found in by_stack.items():
+        print(f"{label}: " + ", ".join(f"{name} {spread([row.get(name) for row in found])}"
+                                        for name in measured), file=sys.stderr)
+    print(f"wrote {out / 'results.csv'}, {out / 'comparison.html'}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+class _Progress:
+    """What `ProgressBar.update` reads of a run, for counting finished runs instead."""
+
+    def __init__(self, step: int):
+        self.step, self.train_loss, self.history = step, [], []
 
 
 def _print_columns(rows: list[tuple[str, ...]]) -> None:
@@ -229,8 +411,8 @@ def _cmd_docs(args, parser) -> None:
     print(f"wrote {len(written)} pages to {args.out}", file=sys.stderr)
 
 
-COMMANDS = {"resolve": _cmd_resolve, "train": _cmd_train, "tasks": _cmd_tasks,
-            "ops": _cmd_ops, "docs": _cmd_docs}
+COMMANDS = {"resolve": _cmd_resolve, "train": _cmd_train, "compare": _cmd_compare,
+            "sweep": _cmd_sweep, "tasks": _cmd_tasks, "ops": _cmd_ops, "docs": _cmd_docs}
 
 
 def main(argv: list[str] | None = None) -> int:

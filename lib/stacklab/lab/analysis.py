@@ -157,8 +157,9 @@ def _model_and_length(run_or_model, T: int | None):
 
 
 def _mean_attention_input(run, attention) -> torch.Tensor:
-    """The input the attention gets on held-out sequences, averaged over sequences and
-    positions: ``[D]``, what "a typical token anywhere" looks like to it."""
+    """The input the attention gets at each position, averaged over held-out sequences:
+    ``[T, D]``. The tokens average out; what a position op added before the attention
+    (a fixed ``sin_pos``) stays."""
     captured = {}
     hook = attention.register_forward_pre_hook(lambda _, args: captured.setdefault("x", args[0]))
     size = min(256, run.config.batch_size)
@@ -169,13 +170,15 @@ def _mean_attention_input(run, attention) -> torch.Tensor:
             run.model(x)
     finally:
         hook.remove()
-    return captured["x"].mean((0, 1))  # (D,)
+    return captured["x"].mean(0)  # (T, D)
 
 
 def attention_without_table(run) -> tuple[str, torch.Tensor, torch.Tensor] | None:
     """For a stack with no position table: what the first attention does by position
-    alone, when every position holds the same (typical) input, so only the encoding inside
-    the attention (RoPE, ALiBi, relative bias, or the causal mask) tells them apart.
+    alone: each position holds its input averaged over held-out sequences, so the tokens
+    average out and only positions tell them apart: a fixed encoding added before the
+    attention (``sin_pos``), the one inside it (RoPE, ALiBi, relative bias), or just the
+    causal mask.
     ``(attention's name, weights [T, T] averaged over heads, scores by offset [H, 2T-1])``,
     offsets key minus query from -(T-1) to T-1; None without an attention."""
     found = attention_after(run.model, None)
@@ -183,7 +186,7 @@ def attention_without_table(run) -> tuple[str, torch.Tensor, torch.Tensor] | Non
         return None
     name, attention = found
     T = run.config.seq_len
-    x = _mean_attention_input(run, attention)[None, None, :].expand(1, T, -1)  # (1, T, D)
+    x = _mean_attention_input(run, attention)[None]  # (1, T, D)
     with torch.no_grad(), evaluating(run.model):
         weights = attention.weights(x)[0].mean(0).float().cpu()  # (T, T)
         scores = attention.scores(x)[0].float().cpu()  # (H, T, T)

@@ -267,6 +267,24 @@ class StoredRun:
 
     final = Run.final
 
+    @classmethod
+    def of_folder(cls, folder: str | Path) -> "StoredRun":
+        """The run in any folder holding a ``run.json`` (a store's, or ``stacklab train
+        --out DIR``'s); raises `StackError` when there is none or it does not read."""
+        folder = Path(folder)
+        try:
+            key = json.loads((folder / "run.json").read_text(encoding="utf-8"))["key"]
+            return cls(folder, str(key))
+        except Exception as err:  # noqa: BLE001 - any damage: not a run folder
+            raise StackError("E_VALUE", f"{str(folder)[:200]} is not a stacklab run folder "
+                             f"({type(err).__name__}: {str(err)[:120]})",
+                             hint="give a folder written by `stacklab train --out DIR`, or a "
+                                  "run key of the run store") from None
+
+    def metrics(self) -> dict:
+        """The run's ``metrics.json``."""
+        return json.loads(self.metrics_text())
+
     def figures(self) -> dict | None:
         """What `stacklab.lab.figures.figures_json` gave when the run was stored (None for
         a run stored without them)."""
@@ -299,21 +317,25 @@ class StoredRun:
 
 
 def _write_run(folder: Path, run, figures: dict | None = None) -> None:
-    network = run.network
     save_checkpoint(folder / "model.safetensors", run.model, run_metadata(run))
     tensors = {}
-    steps = {}
-    attention_steps: dict[str, list[int]] = {}
     for node in run.position_nodes:
         tensors[f"initial.{node}"] = run.initial_tables[node].contiguous()
         tensors[f"grad.{node}"] = run.row_grad_norm[node].contiguous()
-        steps[node] = [step for step, _ in run.snapshots.get(node, ())]
         for index, (_, table) in enumerate(run.snapshots.get(node, ())):
             tensors[f"snapshot.{node}.{index}"] = table.contiguous()
-        for index, (step, weights) in enumerate(run.attention_snapshots.get(node, ())):
-            attention_steps.setdefault(node, []).append(step)
+        for index, (_, weights) in enumerate(run.attention_snapshots.get(node, ())):
             tensors[f"attention.{node}.{index}"] = weights.contiguous()
     save_file(tensors, str(folder / "record.safetensors"), metadata={"format": FORMAT})
+    write_summary(folder, run, figures)
+
+
+def write_summary(folder: Path, run, figures: dict | None = None) -> None:
+    """``metrics.json``, ``figures.json`` (when drawn) and ``run.json`` (settings, status and
+    curves; written last, it marks the folder whole) of ``run`` in ``folder``: what
+    `StoredRun` reads. `stacklab train --out DIR` writes them too, so a run folder of the
+    CLI opens like a stored run (`StoredRun.of_folder`)."""
+    network = run.network
     record = {
         "format": FORMAT,
         "key": run.key,
@@ -328,8 +350,10 @@ def _write_run(folder: Path, run, figures: dict | None = None) -> None:
         "device": run.device,
         "history": run.history,
         "train_loss": run.train_loss,
-        "snapshot_steps": steps,
-        "attention_steps": attention_steps,
+        "snapshot_steps": {node: [step for step, _ in run.snapshots.get(node, ())]
+                           for node in run.position_nodes},
+        "attention_steps": {node: [step for step, _ in frames]
+                            for node, frames in run.attention_snapshots.items()},
         "initial_scores": run.initial_scores,
         "length_generalization": run.length_generalization,
     }

@@ -224,11 +224,12 @@ FIGURES: tuple[FigureSpec, ...] = (
         score=lambda ctx: _lengths_score(ctx.run)),
     FigureSpec(
         "Attention by position alone (no table)",
-        lambda ctx: "This stack has no position table, so every position gets the same "
-                    "typical input (the mean input of the attention on held-out data) and only "
-                    f"what the attention itself knows of positions (position=\"{ctx.attention_position}\""
-                    f"{', the causal mask' if ctx.run.model.get_submodule(ctx.without_table[0]).causal else ''}) "
-                    f"tells them apart. What to look for: {ctx.run.task.pattern}",
+        lambda ctx: "This stack has no learned position table, so each position gets its input "
+                    "averaged over held-out sequences: the tokens average out, and only what "
+                    "marks positions tells them apart (a sin_pos before the attention, "
+                    f"position=\"{ctx.attention_position}\" inside it"
+                    f"{', the causal mask' if ctx.run.model.get_submodule(ctx.without_table[0]).causal else ''}). "
+                    f"What to look for: {ctx.run.task.pattern}",
         lambda ctx: positional_attention_heatmap(ctx.without_table[1], ctx.without_table[0]),
         applies=lambda ctx: not ctx.run.position_nodes and ctx.without_table is not None,
         needs_table=False,
@@ -236,8 +237,8 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec(
         "Attention score by offset",
         lambda ctx: "The score a key gets for being a given distance to the left or right of the "
-                    "query, per head, with the same input everywhere: what the encoding inside "
-                    "the attention adds (flat without one).",
+                    "query, per head, with each position's input averaged over held-out "
+                    "sequences: what the position encodings add (flat without any).",
         lambda ctx: offset_scores_plot(ctx.without_table[2], ctx.without_table[0],
                                        ctx.attention_position),
         applies=lambda ctx: not ctx.run.position_nodes and ctx.without_table is not None,

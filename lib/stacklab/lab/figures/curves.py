@@ -81,7 +81,7 @@ def offset_scores_plot(by_offset, name: str, position: str) -> go.Figure:
                      for head, row in enumerate(by_offset)])
     fig.add_vline(x=0, line=dict(color="#999", width=1))
     fig.update_layout(title=dict(text=f"Attention score by offset in {name} "
-                                      f"(position=\"{position}\"), the same input everywhere"),
+                                      f"(position=\"{position}\"), tokens averaged out"),
                       xaxis_title="key position minus query position (negative: to the left)",
                       yaxis_title="score before the softmax (mean over queries)",
                       height=HEIGHT, legend=dict(orientation="h", y=-0.15))

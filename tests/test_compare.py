@@ -1,0 +1,69 @@
+"""Runs side by side: `stacklab compare`, `stacklab sweep` (issue 13, SPEC §16)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import stacklab
+from stacklab.lab.store import RunStore, StoredRun
+
+LEARNED = ("embedding(16, 32)\npos_embed(32)\nattention(2, causal=true)\nlayer_norm()\n"
+           "linear(16)")
+ROPE = 'embedding(16, 32)\nattention(2, causal=true, position="rope")\nlayer_norm()\nlinear(16)'
+
+
+def test_compare_run_folders_and_stored_keys(tmp_path, cli):
+    for name, stack in (("learned", LEARNED), ("rope", ROPE)):
+        (tmp_path / f"{name}.txt").write_text(stack)
+        code, _, err = cli("train", str(tmp_path / f"{name}.txt"), "--task", "shift", "--steps",
+                           "20", "--eval-lengths", "16,32", "--out", str(tmp_path / name))
+        assert code == 0, err
+        assert {"run.json", "figures.json"} <= {p.name for p in (tmp_path / name).iterdir()}
+    opened = StoredRun.of_folder(tmp_path / "rope")
+    assert opened.config.task == "shift" and not hasattr(opened, "model")
+    run = stacklab.train(task="position", steps=20)
+    RunStore().save(run)  # the suite's store (STACKLAB_RUNS)
+    code, _, err = cli("compare", str(tmp_path / "learned"), str(tmp_path / "rope"), run.key,
+                       "--out", str(tmp_path / "cmp"))
+    assert code == 0, err
+    found = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
+    assert [r["label"] for r in found["runs"]] == ["learned", "rope", run.key[:12]]
+    learned, rope = found["runs"][:2]
+    assert learned["pattern"]["name"] == "partner_attention" and learned["scores"]["n1"]
+    assert rope["scores"] == {} and rope["pattern"]["value"] is not None  # no table: attention's
+    assert set(rope["length_generalization"]["32"]) == {"accuracy", "past_T"}
+    page = (tmp_path / "cmp" / "comparison.html").read_text()
+    assert page.count("* plotly.js v") == 1 and "<script src=" not in page
+    assert "Length generalization" in page and "not drawn for this run" in page
+    code, _, err = cli("compare", str(tmp_path / "nothing"), "--out", str(tmp_path / "x"))
+    assert code == 1 and "neither a folder nor a run key" in err
+
+
+def test_sweep_trains_stacks_by_seeds_and_writes_results(tmp_path, cli):
+    (tmp_path / "learned.txt").write_text(LEARNED)
+    (tmp_path / "rope.txt").write_text(ROPE)
+    code, _, err = cli("sweep", "--task", "shift", "--stack", str(tmp_path / "learned.txt"),
+                       "--stack", str(tmp_path / "rope.txt"), "--seeds", "0-1", "--steps", "20",
+                       "--eval-lengths", "32", "--workers", "2", "--out", str(tmp_path / "sw"))
+    assert code == 0, err
+    assert "sweep 2 stacks x 2 seeds" in err and "4/4" in err
+    with open(tmp_path / "sw" / "results.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["stack"], r["seed"]) for r in rows] == [("learned", "0"), ("learned", "1"),
+                                                       ("rope", "0"), ("rope", "1")]
+    assert all(r["status"] == "finished" and float(r["past_T_at_32"]) >= 0 for r in rows)
+    assert len({r["key"] for r in rows}) == 4
+    page = (tmp_path / "sw" / "comparison.html").read_text()
+    assert "learned (seed 0)" in page and "rope (seed 0)" in page and " ± " in page
+
+
+def test_sweep_checks_every_stack_before_training(tmp_path, cli):
+    (tmp_path / "good.txt").write_text(LEARNED)
+    (tmp_path / "bad.txt").write_text('attention(3, position="rope")')
+    code, _, err = cli("sweep", "--task", "shift", "--stack", str(tmp_path / "good.txt"),
+                       "--stack", str(tmp_path / "bad.txt"), "--out", str(tmp_path / "sw"))
+    assert code == 1 and "E_" in err and not (tmp_path / "sw").exists()
+    code, _, err = cli("sweep", "--task", "shift", "--stack", str(tmp_path / "good.txt"),
+                       "--seeds", "4-x", "--out", str(tmp_path / "sw"))
+    assert code == 2 and "--seeds" in err
