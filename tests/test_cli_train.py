@@ -27,7 +27,9 @@ def reverse_run(tmp_path_factory):
 
 def test_train_writes_model_metrics_and_report(reverse_run):
     out, stderr = reverse_run
-    assert {p.name for p in out.iterdir()} == {"model.safetensors", "metrics.json", "report.html"}
+    # SPEC §8's three files, and what makes the folder open like a stored run (compare)
+    assert {p.name for p in out.iterdir()} == {"model.safetensors", "metrics.json", "report.html",
+                                               "run.json", "figures.json"}
     assert "[########################] " in stderr and "held-out acc" in stderr
     assert "finished:" in stderr
 
