@@ -60,6 +60,7 @@ URL_PROBLEMS = "url_problems"
 SESSION_ID = "session_id"
 JOB = "job"  # the id of the session's current job in the pool
 RUN_KEY = "run_key"  # that job's run key, mirrored in the URL as run=KEY
+COMPARE = "compare"  # the run keys on the Compare page, mirrored in the URL as compare=K1,K2
 
 
 def _log_to_stderr() -> None:
@@ -113,6 +114,11 @@ def start() -> Experiment:
             problem = open_run(params["run"])
             if problem:
                 problems.append(problem)
+        if "compare" in params:
+            keys, problem = compare_keys(params["compare"])
+            st.session_state[COMPARE] = keys
+            if problem:
+                problems.append(problem)
         st.session_state[URL_PROBLEMS] = problems
     sync_url()
     return experiment()
@@ -129,6 +135,22 @@ def open_run(raw: str) -> str | None:
                 "its store); press Train to train it")
     watch(job)
     return None
+
+
+def compare_keys(raw: str) -> tuple[list[str], str | None]:
+    """The run keys of a ``compare=K1,K2`` link value (at most `MAX_COMPARED`), and a
+    problem in words for what was dropped."""
+    from stacklab.lab.compare import MAX_COMPARED
+
+    parts = [part.strip() for part in str(raw).split(",") if part.strip()]
+    keys = list(dict.fromkeys(part for part in parts if is_key(part)))[:MAX_COMPARED]
+    dropped = [part for part in parts if not is_key(part)]
+    if dropped:
+        return keys, (f"compare: {', '.join(shown(d) for d in dropped[:4])} "
+                      f"{'is not a run key' if len(dropped) == 1 else 'are not run keys'}")
+    if len(parts) > len(keys):
+        return keys, f"compare: at most {MAX_COMPARED} runs; the first {len(keys)} are shown"
+    return keys, None
 
 
 def watch(job) -> None:
@@ -166,6 +188,8 @@ def sync_url() -> None:
         del wanted["stack"]  # too long to share as a link; the page says so
     if RUN_KEY in st.session_state:
         wanted["run"] = st.session_state[RUN_KEY]
+    if st.session_state.get(COMPARE):
+        wanted["compare"] = ",".join(st.session_state[COMPARE])
     if st.query_params.to_dict() != wanted:
         st.query_params.from_dict(wanted)
 

@@ -331,3 +331,37 @@ def test_unknown_malformed_evicted_and_damaged_runs_are_reported_not_crashed():
     evicted = RunStore(store.root, max_bytes=0)
     evicted.evict()
     assert key not in evicted
+
+
+# --- Compare -------------------------------------------------------------------------
+
+
+def test_compare_without_runs_says_how_to_start():
+    at = app()
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception and "Pick runs above" in at.info[0].value
+
+
+def test_a_compare_link_preloads_stored_runs_side_by_side():
+    import stacklab
+    from stacklab.lab.store import RunStore
+
+    store = RunStore()  # the suite's STACKLAB_RUNS, which the app's pool uses too
+    learned = stacklab.train(task="shift", steps=30)
+    rope = stacklab.train('embedding(16, 64)\nattention(4, causal=true, position="rope")\n'
+                          "layer_norm()\nlinear(16)", task="shift", steps=30)
+    for run in (learned, rope):
+        store.save(run)
+    at = app(compare=f"{learned.key},{rope.key},nonsense")
+    assert "nonsense" in at.warning[0].value and "not a run key" in at.warning[0].value
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table["encoding"]) == ["pos_embed", "rope"]
+    assert list(table["key"]) == [learned.key[:12], rope.key[:12]]
+    titles = [h.value for h in at.subheader]
+    assert "Training curves" in titles and "Attention by position alone (no table)" in titles
+    assert at.query_params["compare"] in (f"{learned.key},{rope.key}", [f"{learned.key},{rope.key}"])
+    at.multiselect(key="compare_pick").unselect(learned.key).run()
+    assert list(at.dataframe[0].value["encoding"]) == ["rope"]
+    assert at.query_params["compare"] in (rope.key, [rope.key])

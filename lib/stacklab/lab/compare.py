@@ -33,6 +33,15 @@ table.runs td, table.runs th { padding: 0.2em 0.8em; text-align: left; border-bo
 """
 
 
+def encoding(network) -> str:
+    """The position encodings of a stack in a word or two: "pos_embed", "sin_pos",
+    "rope", "pos_embed + alibi", or "none"."""
+    found = [node.op for node in network.nodes if node.op in ("pos_embed", "sin_pos")]
+    found += [node.args["position"] for node in network.nodes
+              if node.op == "attention" and node.args.get("position", "none") != "none"]
+    return " + ".join(dict.fromkeys(found)) or "none"
+
+
 def summary(run) -> dict:
     """What one run says in numbers: settings, final accuracy, the pattern score (of its
     first position table, or of its attention when it has no table), every score, and
@@ -57,7 +66,8 @@ def summary(run) -> dict:
             lengths[length] = {"error": entry["error"]}
     return {"key": run.key, "task": run.task.name, "status": str(run.status),
             "steps": run.step, "seq_len": T, "seed": run.config.seed,
-            "source": run.network.source, "final_accuracy": run.final["accuracy"],
+            "source": run.network.source, "encoding": encoding(run.network),
+            "final_accuracy": run.final["accuracy"],
             "pattern": pattern,
             "scores": {node: table["scores"] for node, table in tables.items()},
             "length_generalization": lengths}
@@ -97,7 +107,8 @@ def table_rows(entries: Sequence[tuple[str, object]]) -> list[dict[str, str]]:
     for label, run in entries:
         found = summary(run)
         pattern = found["pattern"]
-        row = {"run": label, "task": found["task"], "T": str(found["seq_len"]),
+        row = {"run": label, "encoding": found["encoding"], "task": found["task"],
+               "T": str(found["seq_len"]),
                "seed": str(found["seed"]), "steps": str(found["steps"]),
                "status": found["status"],
                "accuracy": _number(found["final_accuracy"] and 100 * found["final_accuracy"], 1),

@@ -1,0 +1,82 @@
+"""Compare: up to four runs side by side, their settings and scores in one table and the
+same figures aligned (the session's runs, or stored runs by key; compare=K1,K2 in a link)."""
+
+import streamlit as st
+
+import app_state
+from stacklab.lab.compare import MAX_COMPARED, aligned, encoding, table_rows
+
+app_state.start()
+st.title("Compare")
+app_state.show_url_problems()
+pool = app_state.pool()
+owner = app_state.owner()
+
+mine = {job.key: job.run for job in pool.jobs_of(owner) if job.run is not None}
+kept = app_state.latest_run()
+if kept is not None and kept.run is not None:
+    mine.setdefault(kept.key, kept.run)
+
+
+def label(key: str, run) -> str:
+    return (f"{run.task.name} · {encoding(run.network)} · seed {run.config.seed} · "
+            f"T {run.config.seq_len} · {key[:8]}")
+
+
+chosen = list(st.session_state.get(app_state.COMPARE, []))
+options = list(dict.fromkeys([*mine, *chosen]))
+stored = {key: mine.get(key) or pool.store.open(key) for key in options}
+
+
+def changed():
+    picked = st.session_state["compare_pick"] + app_state.compare_keys(
+        st.session_state["compare_keys"])[0]
+    st.session_state[app_state.COMPARE] = list(dict.fromkeys(picked))[:MAX_COMPARED]
+    st.session_state["compare_keys"] = ""
+
+
+st.multiselect(
+    f"Runs to compare (at most {MAX_COMPARED}): this session's, or any stored run by key",
+    options, default=[key for key in chosen if key in options], key="compare_pick",
+    max_selections=MAX_COMPARED, on_change=changed,
+    format_func=lambda key: label(key, stored[key]) if stored.get(key) is not None
+    else f"{key[:8]} (not stored on this server)")
+st.text_input("Add runs by key (comma-separated; a run=KEY of a link, or a key from "
+              "`stacklab sweep`'s results.csv)", key="compare_keys", on_change=changed)
+app_state.sync_url()
+
+entries = []
+for key in st.session_state.get(app_state.COMPARE, []):
+    run = stored.get(key) or pool.store.open(key)
+    if run is None:
+        st.warning(f"Run {app_state.plain(key, 40)} is not stored on this server (never "
+                   "trained here, still training, or evicted from its store).")
+    else:
+        entries.append((label(key, run), run))
+if not entries:
+    st.info("Pick runs above: train a few on the Train page (say the same task with "
+            "pos_embed, and with attention(..., position=\"rope\") or \"alibi\"), then "
+            "compare them here. A link with compare=KEY1,KEY2 opens a comparison.")
+    st.stop()
+
+st.dataframe(table_rows(entries), hide_index=True)
+for run_label, run in entries:
+    with st.expander(f"{run_label}: the stack"):
+        st.code(run.network.source, language=None)
+
+cache = st.session_state.get("compare_drawn")
+wanted = tuple(run.key for _, run in entries)
+if cache is None or cache[0] != wanted:
+    cache = (wanted, aligned(entries))  # figures as their workers drew them; no tensor read
+    st.session_state["compare_drawn"] = cache
+for row, (title, versions) in enumerate(cache[1]):
+    st.subheader(title)
+    for index, (column, (run_label, _), version) in enumerate(
+            zip(st.columns(len(entries)), entries, versions)):
+        column.markdown(f"**{app_state.plain(run_label, 120)}**")
+        if version is None:
+            column.caption("Not drawn for this run.")
+            continue
+        if version.score:
+            column.markdown(app_state.plain(version.score, 300))
+        column.plotly_chart(version.figure, key=f"compare_{row}_{index}")
