@@ -1,14 +1,60 @@
 """Explore: what the position table of the latest run learned, figure by figure."""
 
+import zlib
+
 import streamlit as st
 
 import app_state
 from stacklab import StackError, Status
 from stacklab.lab.report_html import report_html
+from stacklab.lab.tables import (MAX_UPLOAD_BYTES, read_table, table_figures, table_scores,
+                                 tensor_names)
 
 app_state.start()
 st.title("Explore")
 app_state.show_url_problems()
+
+
+def table_from_a_file() -> None:
+    """A position table trained elsewhere: every figure and score that needs only it."""
+    upload = st.file_uploader(
+        f"A position table as .safetensors or .npy (at most {MAX_UPLOAD_BYTES >> 20} MB; "
+        "pickled .npy files are refused)", type=["safetensors", "npy"], key="explore_upload")
+    if upload is None:
+        return
+    data = upload.getvalue()
+    try:
+        names = tensor_names(data, upload.name)
+        key = (st.selectbox("Tensor", names, key="explore_upload_key",
+                            help="the 2-D tensors of the file") if len(names) > 1 else None)
+        cache_key = (zlib.crc32(data), upload.name, key)
+        drawn = st.session_state.get("explore_upload_drawn")
+        if drawn is None or drawn[0] != cache_key:
+            with st.spinner("Reading the table and drawing its figures…"):
+                table = read_table(upload.name, key, data=data, max_bytes=MAX_UPLOAD_BYTES)
+                label = key or upload.name.rsplit(".", 1)[0]
+                drawn = (cache_key, list(table.shape), table_scores(table),
+                         table_figures(table, label))
+            st.session_state["explore_upload_drawn"] = drawn
+    except StackError as err:
+        app_state.show_error(err)
+        return
+    _, shape, scores, figures = drawn
+    shown = {name: value for name, value in scores.items() if isinstance(value, float)}
+    st.markdown(f"Table of shape **{shape}**, scored on its first {scores['rows_scored']} rows: "
+                + ", ".join(f"{name.replace('_', ' ')} **{value:.2f}**"
+                            for name, value in shown.items()))
+    for index, drawn_figure in enumerate(figures):
+        st.subheader(drawn_figure.title)
+        if drawn_figure.score:
+            st.markdown(f"**{app_state.plain(drawn_figure.score, 300)}**")
+        st.caption(app_state.plain(drawn_figure.caption, 1000))
+        st.plotly_chart(drawn_figure.figure, key=f"explore_upload_{index}")
+
+
+with st.expander("A table trained elsewhere (e.g. GPT-2's wpe): upload it",
+                 expanded="explore_upload_drawn" in st.session_state):
+    table_from_a_file()
 pool = app_state.pool()
 jobs = pool.jobs_of(app_state.owner())
 owner = app_state.owner()

@@ -6,6 +6,7 @@
     stacklab compare RUN RUN... --out DIR        (RUN: a folder of `train --out`, or a run key)
     stacklab sweep --task NAME --stack FILE [--stack FILE ...] --seeds 0-4 [train flags]
                    --out DIR
+    stacklab explore FILE [--key NAME] [--rows N] --out DIR   (a table from .safetensors/.npy)
     stacklab tasks [--json]
     stacklab ops [--json]
     stacklab docs --out DIR
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import time
@@ -74,6 +76,15 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--workers", type=int, default=None, metavar="N",
                     help="runs at once (default: one per core; on Ray, the cluster decides)")
     sw.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
+
+    ex = commands.add_parser("explore", help="a position table trained elsewhere (.safetensors "
+                             "or .npy): every figure and score that needs only the table")
+    ex.add_argument("file", help="a .safetensors file (with --key) or a .npy file")
+    ex.add_argument("--key", default=None, metavar="NAME",
+                    help="the tensor of a .safetensors file that holds the table (e.g. wpe)")
+    ex.add_argument("--rows", type=int, default=None, metavar="N",
+                    help="score the first N rows (default: all, at most 1024)")
+    ex.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
 
     tasks = commands.add_parser("tasks", help="list the toy tasks")
     tasks.add_argument("--json", action="store_true", help="print the list as JSON")
@@ -294,8 +305,10 @@ def _cmd_sweep(args, parser) -> int:
     plan = [(label, source, dataclasses.replace(base, seed=seed))
             for label, source in stacks for seed in seeds]
     store = RunStore()
-    pool = JobPool(workers=args.workers, budgets=Budgets(), ttl_seconds=10 ** 9,
-                   max_queued=len(plan) + 1, store=store)
+    workers = args.workers or os.cpu_count() or 1
+    pool = JobPool(workers=workers, budgets=Budgets(), ttl_seconds=10 ** 9,
+                   max_queued=len(plan) + 1, store=store,
+                   threads_per_job=max(1, (os.cpu_count() or 1) // workers))
     try:
         for _, source, config in plan:
             pool.check(source, config)  # every stack and setting checked before any training
@@ -362,6 +375,30 @@ def _cmd_sweep(args, parser) -> int:
     return 1 if failed else 0
 
 
+def _cmd_explore(args, parser) -> int:
+    from .lab.report_html import table_report_html
+    from .lab.tables import read_table, table_figures, table_scores
+
+    if args.rows is not None and args.rows < 2:
+        parser.error("--rows must be 2 or more")
+    table = read_table(args.file, args.key)
+    name = args.key or Path(args.file).stem
+    scores = table_scores(table, args.rows)
+    figures = table_figures(table, name, args.rows)
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        parser.error(f"cannot create {args.out!r}: {err.strerror or err}")
+    (out / "scores.json").write_text(json.dumps({"table": name, **scores}, indent=2) + "\n")
+    (out / "report.html").write_text(table_report_html(name, scores, figures), encoding="utf-8")
+    print(f"{name} {list(table.shape)}: " + ", ".join(
+        f"{key} {value:.2f}" for key, value in scores.items() if isinstance(value, float)),
+        file=sys.stderr)
+    print(f"wrote {out / 'scores.json'}, {out / 'report.html'}", file=sys.stderr)
+    return 0
+
+
 class _Progress:
     """What `ProgressBar.update` reads of a run, for counting finished runs instead."""
 
@@ -412,7 +449,7 @@ def _cmd_docs(args, parser) -> None:
 
 
 COMMANDS = {"resolve": _cmd_resolve, "train": _cmd_train, "compare": _cmd_compare,
-            "sweep": _cmd_sweep, "tasks": _cmd_tasks, "ops": _cmd_ops, "docs": _cmd_docs}
+            "sweep": _cmd_sweep, "explore": _cmd_explore, "tasks": _cmd_tasks, "ops": _cmd_ops, "docs": _cmd_docs}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -70,11 +70,40 @@ def report_html(run, drawn=None) -> str:
         "<h2>Network</h2>",
         f"<pre class='network'>{esc(run.network.table())}</pre>",
     ]
-    for index, drawn_figure in enumerate(drawn or run_figures(run)):
+    parts += figure_sections(drawn or run_figures(run))
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def figure_sections(figures) -> list[str]:
+    """One ``<section>`` per `RunFigure` (title, score, caption, the figure); plotly.js is
+    inlined once, with the first."""
+    esc = html.escape
+    sections = []
+    for index, drawn_figure in enumerate(figures):
         div = pio.to_html(drawn_figure.figure, include_plotlyjs=index == 0, full_html=False,
                           config={"displaylogo": False})
         score = (f"<p class='score'>{esc(drawn_figure.score)}</p>" if drawn_figure.score else "")
-        parts.append(f"<section class='figure'><h2>{esc(drawn_figure.title)}</h2>{score}"
-                     f"<p class='caption'>{esc(drawn_figure.caption)}</p>{div}</section>")
-    parts.append("</body></html>")
+        sections.append(f"<section class='figure'><h2>{esc(drawn_figure.title)}</h2>{score}"
+                        f"<p class='caption'>{esc(drawn_figure.caption)}</p>{div}</section>")
+    return sections
+
+
+def table_report_html(name: str, scores: dict, figures) -> str:
+    """The report of a position table read from a file (`stacklab.lab.tables`): its scores
+    and every figure that needs only the table."""
+    esc = html.escape
+    rows = "".join(f"<tr><td>{esc(key)}</td><td>{esc(_shown(value))}</td></tr>"
+                   for key, value in scores.items() if key != "cosine_by_distance")
+    parts = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
+             f"<title>stacklab table: {esc(name)}</title>", f"<style>{STYLE}</style></head><body>",
+             f"<h1>Position table <code>{esc(name)}</code></h1>",
+             "<p>A table that was not trained here: the figures and scores that need only the "
+             "table (no model, no task).</p>",
+             f"<table class='settings'>{rows}</table>", *figure_sections(figures),
+             "</body></html>"]
     return "\n".join(parts) + "\n"
+
+
+def _shown(value) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else str(value)

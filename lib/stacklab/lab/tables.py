@@ -1,0 +1,209 @@
+"""Position tables from elsewhere (SPEC §16): a ``[rows, D]`` table read from a
+``.safetensors`` file (by key) or a ``.npy`` file (pickle refused), with every figure and
+score that needs only the table.
+
+Nothing here runs user data through pickle or ``torch.load``: safetensors files have their
+header checked first (`stacklab.lab.checkpoint.read_metadata`), and ``.npy`` files are read
+with ``allow_pickle=False``.
+
+>>> import tempfile, numpy as np, pathlib
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "table.npy"
+>>> np.save(path, np.random.default_rng(0).normal(size=(64, 16)).astype("float32"))
+>>> table = read_table(path)
+>>> table.shape, sorted(table_scores(table))[:2]
+(torch.Size([64, 16]), ['cosine_by_distance', 'distance_rank'])
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors import safe_open
+
+from ..core.errors import StackError
+from . import analysis, scores as S
+from .checkpoint import read_metadata
+from .figures import RunFigure
+from .figures.curves import cosine_by_distance_plot
+from .figures.heatmaps import learned_vs_sinusoidal, similarity_heatmap, sinusoidal_resemblance
+from .figures.rows import pca_plot
+from .figures.style import MAX_TABLE_ROWS
+
+MAX_FILE_BYTES = 256 << 20  # the largest file the CLI reads
+MAX_UPLOAD_BYTES = 16 << 20  # the largest the Explore page accepts (server.maxUploadSize)
+SCORED_ROWS = 1024  # rows the scores look at (the first ones): monotonicity grows as rows²
+
+
+def _fail(name: str, message: str, hint: str) -> StackError:
+    return StackError("E_VALUE", f"{name}: {message}", hint=hint)
+
+
+def read_table(path: str | Path, key: str | None = None, *, data: bytes | None = None,
+               max_bytes: int = MAX_FILE_BYTES) -> torch.Tensor:
+    """The ``[rows, D]`` float32 table in ``path`` (or in ``data``, the bytes of an upload
+    named ``path``): ``.safetensors`` needs ``key`` unless it holds one tensor; ``.npy`` is
+    read with pickle refused. Raises `StackError` for a file too large, a missing key, a
+    rank other than 2, or non-finite values."""
+    name = Path(path).name
+    size = len(data) if data is not None else _size(path, name)
+    if size > max_bytes:
+        raise _fail(name, f"the file is {size:,} bytes, over the limit of {max_bytes:,}",
+                    "export only the position table, or fewer rows")
+    suffix = Path(path).suffix.lower()
+    if suffix == ".npy":
+        table = _read_npy(name, io.BytesIO(data) if data is not None else path)
+    elif suffix == ".safetensors":
+        table = _read_safetensors(path, name, key, data)
+    else:
+        raise _fail(name, "is neither .safetensors nor .npy",
+                    "save the table with safetensors (save_file({'wpe': table}, ...)) or np.save")
+    if table.dim() != 2 or table.shape[0] < 2 or table.shape[1] < 1:
+        raise _fail(name, f"the table has shape {list(table.shape)}, not [rows, D] with 2 or "
+                    "more rows", "give a 2-D position table such as GPT-2's wpe [1024, 768]")
+    table = table.float()
+    if not bool(torch.isfinite(table).all()):
+        raise _fail(name, "the table holds non-finite values (nan or inf)",
+                    "give a table of finite numbers")
+    return table
+
+
+def _size(path, name: str) -> int:
+    try:
+        return Path(path).stat().st_size
+    except OSError as err:
+        raise _fail(name, f"cannot read the file ({err.strerror or err})",
+                    "check the path") from None
+
+
+def _read_npy(name: str, source) -> torch.Tensor:
+    try:
+        array = np.load(source, allow_pickle=False)
+    except ValueError as err:  # an object array needs pickle: refused
+        raise _fail(name, f"not a plain numeric .npy array ({str(err)[:120]})",
+                    "save a numeric array with np.save; pickled objects are refused") from None
+    except (OSError, EOFError) as err:
+        raise _fail(name, f"not a valid .npy file ({str(err)[:120]})",
+                    "save the table with np.save") from None
+    if not isinstance(array, np.ndarray) or array.dtype.kind not in "fiu":
+        raise _fail(name, f"holds {getattr(array, 'dtype', type(array).__name__)}, not numbers",
+                    "save a float array with np.save")
+    return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32))
+
+
+def _read_safetensors(path, name: str, key: str | None, data: bytes | None) -> torch.Tensor:
+    if data is not None:  # an upload: checked and read from memory, never written anywhere
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(suffix=".safetensors") as handle:
+            handle.write(data)
+            handle.flush()
+            return _read_safetensors(handle.name, name, key, None)
+    read_metadata(path, max_data_bytes=MAX_FILE_BYTES)  # size, header, offsets: before reading
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            keys = list(handle.keys())
+            if key is None:
+                if len(keys) != 1:
+                    raise _fail(name, f"holds {len(keys)} tensors ({', '.join(keys[:8])}); "
+                                "which one is the table?", "name it with --key, e.g. --key "
+                                + (keys[0] if keys else "wpe"))
+                key = keys[0]
+            if key not in keys:
+                raise _fail(name, f"has no tensor {key[:80]!r}",
+                            "its tensors: " + (", ".join(keys[:12]) or "none"))
+            return handle.get_tensor(key)
+    except StackError:
+        raise
+    except Exception as err:  # safetensors raises its own error types for corrupt files
+        raise _fail(name, f"not a valid safetensors file ({type(err).__name__})",
+                    "save the table with safetensors.torch.save_file") from None
+
+
+def tensor_names(data: bytes, name: str) -> list[str]:
+    """The tensors of an uploaded ``.safetensors`` file with two dims (the candidates for a
+    position table), after checking its header; [] for a ``.npy`` file."""
+    if not name.lower().endswith(".safetensors"):
+        return []
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".safetensors") as handle:
+        handle.write(data)
+        handle.flush()
+        read_metadata(handle.name, max_data_bytes=MAX_UPLOAD_BYTES)
+        try:
+            with safe_open(handle.name, framework="pt") as opened:
+                return [key for key in opened.keys() if len(opened.get_slice(key).get_shape()) == 2]
+        except Exception as err:  # noqa: BLE001 - corrupt files raise their own types
+            raise _fail(name, f"not a valid safetensors file ({type(err).__name__})",
+                        "save the table with safetensors.torch.save_file") from None
+
+
+def table_scores(table: torch.Tensor, rows: int | None = None) -> dict:
+    """Every score that needs only the table (SPEC §14), over its first ``rows`` rows (all,
+    up to `SCORED_ROWS`): the rows' own scores, ``distance_rank`` and the resemblance to
+    the sinusoid of the same size."""
+    rows = min(rows or table.shape[0], SCORED_ROWS, table.shape[0])
+    part = table[:rows]
+    found = analysis.rows_scores(part)
+    found["distance_rank"] = analysis._finite(S.distance_rank(part))
+    found["sinusoid_resemblance"] = analysis._finite(sinusoidal_resemblance(part))
+    found["rows_scored"] = rows
+    found["shape"] = list(table.shape)
+    return found
+
+
+def table_figures(table: torch.Tensor, name: str, rows: int | None = None) -> list[RunFigure]:
+    """Every figure that needs only the table, each with its score."""
+    found = table_scores(table, rows)
+    T = found["rows_scored"]
+    shown = table[:MAX_TABLE_ROWS]
+
+    def score(key: str, label: str) -> str:
+        return f"{label} {found[key]:.2f}" if found[key] is not None else ""
+
+    return [
+        RunFigure("Cosine similarity of the rows",
+                  f"How alike each pair of rows of {name} points.",
+                  similarity_heatmap(shown, "cosine", title=f"Cosine similarity of {name}'s rows"),
+                  score("distance_rank", "distance rank")),
+        RunFigure("Cosine by distance",
+                  "The mean cosine of all row pairs the same distance apart.",
+                  cosine_by_distance_plot(found["cosine_by_distance"], None, name),
+                  score("monotonicity", "monotonicity")),
+        RunFigure("Dot-product similarity of the rows",
+                  "The same without normalising: long rows stand out.",
+                  similarity_heatmap(shown, "dot", title=f"Dot product of {name}'s rows"),
+                  score("translation_invariance", "translation invariance")),
+        RunFigure("PCA of the rows (2D)",
+                  "Each row on the two directions along which the rows differ most.",
+                  pca_plot(shown[:T], None, 2),
+                  score("position_probe_error", "position probe error")),
+        RunFigure("PCA of the rows (3D)", "The same on three principal components.",
+                  pca_plot(shown[:T], None, 3)),
+        RunFigure("Learned vs sinusoidal",
+                  "The table's centred cosine beside the sinusoidal table of the same size.",
+                  learned_vs_sinusoidal(table[:T], T),
+                  score("sinusoid_resemblance", "resemblance to the sinusoid r =")),
+    ]
+
+
+def gpt2_like_table(rows: int = 1024, dim: int = 768, seed: int = 0) -> torch.Tensor:
+    """A synthetic table with the character of GPT-2's learned ``wpe`` (nothing is
+    downloaded): most of its variance in a few slow waves along the positions (the helix
+    its PCA shows), a little noise on every row, and a few early rows that stand apart."""
+    generator = torch.Generator().manual_seed(seed)
+    position = torch.arange(rows, dtype=torch.float32)[:, None]  # (rows, 1)
+    waves = 8
+    period = rows * torch.logspace(0, -1.2, waves)[None, :]  # slow to faster, (1, waves)
+    phase = torch.rand(1, waves, generator=generator) * 2 * torch.pi
+    basis = torch.cat([torch.cos(2 * torch.pi * position / period + phase),
+                       torch.sin(2 * torch.pi * position / period + phase)], dim=1)  # (rows, 16)
+    amplitude = torch.linspace(1.0, 0.2, 2 * waves)[None, :]
+    mixing = torch.randn(2 * waves, dim, generator=generator) / (2 * waves) ** 0.5
+    table = (basis * amplitude) @ mixing * 0.15  # (rows, dim)
+    table += 0.01 * torch.randn(rows, dim, generator=generator)
+    table[:4] += 0.3 * torch.randn(4, dim, generator=generator)  # the first positions stand apart
+    return table

@@ -1,0 +1,101 @@
+"""Tables from elsewhere (issue 13, SPEC §16): `stacklab explore FILE` and the upload on
+Explore, on a synthetic GPT-2-style table (nothing is downloaded)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import save_file
+from streamlit.testing.v1 import AppTest
+
+from stacklab import StackError
+from stacklab.lab.tables import gpt2_like_table, read_table, table_scores
+
+APP = str(Path(__file__).parent.parent / "app.py")
+
+
+@pytest.fixture(scope="module")
+def gpt2_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tables") / "gpt2-like.safetensors"
+    save_file({"wpe": gpt2_like_table(1024, 768).contiguous(), "wte": torch.zeros(50, 768),
+               "bias": torch.zeros(768)}, str(path))
+    return path
+
+
+def test_the_synthetic_table_has_gpt2s_character():
+    table = gpt2_like_table()
+    scores = table_scores(table)
+    cosine = scores["cosine_by_distance"]
+    assert cosine[0] > 0.9 and cosine[0] > cosine[100] > cosine[400]  # neighbours alike, far less
+    assert scores["monotonicity"] > 0.3 and scores["translation_invariance"] > 0.5
+    first = torch.nn.functional.cosine_similarity(table[0], table[1], dim=0)
+    assert first < torch.nn.functional.cosine_similarity(table[100], table[101], dim=0)
+
+
+def test_explore_a_file_writes_the_scores_and_a_report(gpt2_file, tmp_path, cli):
+    code, _, err = cli("explore", str(gpt2_file), "--key", "wpe", "--out", str(tmp_path / "x"))
+    assert code == 0, err
+    scores = json.loads((tmp_path / "x" / "scores.json").read_text())
+    assert scores["table"] == "wpe" and scores["shape"] == [1024, 768]
+    assert scores == {"table": "wpe", **table_scores(read_table(gpt2_file, "wpe"))}
+    page = (tmp_path / "x" / "report.html").read_text()
+    assert "Cosine by distance" in page and "Learned vs sinusoidal" in page
+    assert page.count("* plotly.js v") == 1 and "zoomed on rows 0-383 of 1,024" in page
+
+
+@pytest.mark.parametrize("case, words", [
+    ("no key", "holds 3 tensors"), ("missing key", "has no tensor 'wpe2'"),
+    ("rank", r"not \[rows, D\]"), ("nan", "non-finite"), ("pickle", "pickled objects are refused"),
+    ("suffix", "neither .safetensors nor .npy"), ("too large", "over the limit"),
+    ("corrupt", "header is corrupt")])
+def test_a_bad_table_file_is_a_clear_error(gpt2_file, tmp_path, case, words):
+    path, key = gpt2_file, None
+    if case == "missing key":
+        key = "wpe2"
+    elif case == "rank":
+        key = "bias"
+    elif case == "nan":
+        path = tmp_path / "nan.npy"
+        np.save(path, np.full((8, 4), np.nan, dtype=np.float32))
+    elif case == "pickle":
+        path = tmp_path / "objects.npy"
+        np.save(path, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    elif case == "suffix":
+        path = tmp_path / "table.pt"
+        path.write_bytes(pickle.dumps([1, 2]))
+    elif case == "too large":
+        with pytest.raises(StackError, match=words):
+            read_table(gpt2_file, "wpe", max_bytes=1000)
+        return
+    elif case == "corrupt":
+        path = tmp_path / "bad.safetensors"
+        path.write_bytes((2 ** 40).to_bytes(8, "little") + b"{}")
+    with pytest.raises(StackError, match=words) as caught:
+        read_table(path, key)
+    assert caught.value.code == "E_VALUE" and caught.value.hint
+
+
+def test_the_same_file_uploaded_on_explore_shows_the_same_numbers(gpt2_file):
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("pages/explore.py").run()
+    at.file_uploader(key="explore_upload").set_value(
+        (gpt2_file.name, gpt2_file.read_bytes(), "application/octet-stream")).run()
+    box = at.selectbox(key="explore_upload_key")
+    assert sorted(box.options) == ["wpe", "wte"]  # the 2-D tensors only
+    box.select("wpe").run()
+    assert not at.exception
+    scores = table_scores(read_table(gpt2_file, "wpe"))
+    summary = " ".join(m.value for m in at.markdown)
+    for name in ("translation_invariance", "monotonicity", "position_probe_error"):
+        assert f"{name.replace('_', ' ')} **{scores[name]:.2f}**" in summary
+    titles = [h.value for h in at.subheader]
+    assert titles[:3] == ["Cosine similarity of the rows", "Cosine by distance",
+                          "Dot-product similarity of the rows"]
+    at.file_uploader(key="explore_upload").set_value(
+        ("objects.npy", b"\x93NUMPY garbage", "application/octet-stream")).run()
+    assert not at.exception and "E_VALUE" in at.error[0].value
