@@ -125,10 +125,12 @@ def position_probe_error(rows: torch.Tensor) -> float:
     return ((test @ weights).clamp(0, T - 1) - index[1::2]).abs().mean().item()
 
 
-def partner_attention(weights: torch.Tensor, partners: list[int]) -> float:
-    """Mean attention-by-position weight from each position t to ``partners[t]``."""
-    T = weights.shape[0]
-    return weights[torch.arange(T), torch.tensor(partners)].double().mean().item()
+def partner_attention(weights: torch.Tensor, partners: list[int | None]) -> float:
+    """Mean attention-by-position weight from each position t to ``partners[t]`` (positions
+    whose partner is None are left out)."""
+    rows = [t for t, partner in enumerate(partners) if partner is not None]
+    columns = [partners[t] for t in rows]
+    return weights[torch.tensor(rows), torch.tensor(columns)].double().mean().item()
 
 
 def period_contrast(rows: torch.Tensor, period: int) -> float:

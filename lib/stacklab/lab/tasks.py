@@ -51,8 +51,9 @@ class Task:
     # The task's own pattern score (SPEC §15; `stacklab.lab.scores`): partner_attention,
     # period_contrast, distance_rank or rows_decoded.
     pattern_score: str = "distance_rank"
-    # For partner_attention: the position each position t must find, for length T.
-    partner: Callable[[int], list[int]] | None = None
+    # For partner_attention: the position each position t must find, for length T (None:
+    # a position with no partner, left out of the score).
+    partner: Callable[[int], list[int | None]] | None = None
     # Why a label at position t means something else in a longer sequence (the length
     # probe then does not apply); None when the labels do not depend on the length.
     length_note: str | None = None
@@ -114,6 +115,17 @@ def _sort(x: torch.Tensor) -> torch.Tensor:
     return x.sort(dim=1).values
 
 
+LOOKBACK = 2  # how far back `lookback` reads
+
+
+def _lookback(vocab: int) -> Callable[[torch.Tensor], torch.Tensor]:
+    def rule(x: torch.Tensor) -> torch.Tensor:
+        y = torch.full_like(x, vocab)  # class `vocab`: "nothing there yet"
+        y[:, LOOKBACK:] = x[:, :-LOOKBACK]  # y[t] = x[t-2]
+        return y
+    return rule
+
+
 def _modular(vocab: int) -> Callable[[torch.Tensor], torch.Tensor]:
     def rule(x: torch.Tensor) -> torch.Tensor:
         t = torch.arange(x.shape[1], device=x.device)
@@ -127,6 +139,7 @@ def _position(x: torch.Tensor) -> torch.Tensor:
 
 MIXER = ("embedding({vocab}, 64)\npos_embed({max_len})\nattention(4)\nlayer_norm()\n"
          "linear(128)\nrelu()\nlinear({classes})")
+CAUSAL_MIXER = MIXER.replace("attention(4)", "attention(4, causal=true)")
 
 TASKS: dict[str, Task] = {task.name: task for task in (
     Task(
@@ -163,6 +176,27 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         pattern_figure="Attention by position alone",
         pattern_score="partner_attention",
         partner=lambda T: [(t - 1) % T for t in range(T)],  # position 0 reads position T-1
+    ),
+    Task(
+        name="lookback",
+        vocab=16,
+        description=(f"Read the token {LOOKBACK} places back: y[t] = x[t-{LOOKBACK}] (a blank "
+                     f"class for the first {LOOKBACK} positions). The rule is the same at any "
+                     "length, so it asks how far an encoding reaches: train at T = 16, evaluate "
+                     "at 32 with eval_lengths."),
+        pattern=(f"Each position must find the one {LOOKBACK} to its left, with causal "
+                 "attention: attention by position alone shows a bright line two below the "
+                 "diagonal. A learned table knows only its trained rows, so past T the line "
+                 "(and the accuracy) is gone; distance encodings such as RoPE or ALiBi keep it."),
+        rule=_lookback(16),
+        preset_template=CAUSAL_MIXER,
+        default_seq_len=16,
+        classes_for=lambda vocab, T: vocab + 1,
+        steps=400,
+        mixing=True,
+        pattern_figure="Attention by position alone",
+        pattern_score="partner_attention",
+        partner=lambda T: [t - LOOKBACK if t >= LOOKBACK else None for t in range(T)],
     ),
     Task(
         name="sort",
