@@ -106,13 +106,13 @@ def test_hide_pins_the_teachers_choices():
 
 def test_train_page_fit_error_preset_and_a_full_run():
     at = app(task="modular", steps="60")  # a task link with no stack gets the task's preset
-    at.switch_page("pages/train.py").run()
+    at.switch_page("views/train.py").run()
     assert not at.exception and at.title[0].value == "Train"
     assert not at.error
     at.button(key="train_train").click().run()
     assert wait_for_run(at) == "finished"
     assert at.get("plotly_chart")  # the curves
-    at.switch_page("pages/explore.py").run()
+    at.switch_page("views/explore.py").run()
     assert not at.exception
     titles = [s.value for s in at.subheader]
     assert "Cosine similarity of the rows" in titles and "Gradient per row" in titles
@@ -121,7 +121,7 @@ def test_train_page_fit_error_preset_and_a_full_run():
 
 def test_train_page_explains_a_stack_that_does_not_fit():
     at = app(stack=STEM, input="B,12", input_dtype="int64", task="reverse", seq_len="16")
-    at.switch_page("pages/train.py").run()
+    at.switch_page("views/train.py").run()
     [error] = at.error
     assert "use linear(16)" in error.value
     assert at.button(key="train_train").disabled
@@ -132,7 +132,7 @@ def test_train_page_explains_a_stack_that_does_not_fit():
 
 def test_stop_ends_a_run():
     at = app(task="reverse", steps="100000")
-    at.switch_page("pages/train.py").run()
+    at.switch_page("views/train.py").run()
     at.button(key="train_train").click().run()
     time.sleep(0.5)
     at.button(key="train_stop").click().run()
@@ -141,25 +141,25 @@ def test_stop_ends_a_run():
 
 def test_two_sessions_do_not_see_each_others_runs():
     first = app(task="position", steps="40")
-    first.switch_page("pages/train.py").run()
+    first.switch_page("views/train.py").run()
     first.button(key="train_train").click().run()
     assert wait_for_run(first) == "finished"
     second = app(task="position", steps="40")
-    second.switch_page("pages/explore.py").run()
+    second.switch_page("views/explore.py").run()
     assert "No finished run yet" in second.info[0].value
-    second.switch_page("pages/train.py").run()
+    second.switch_page("views/train.py").run()
     assert "No run yet" in second.info[0].value
 
 
 def test_explore_without_a_run_points_to_train():
     at = app()
-    at.switch_page("pages/explore.py").run()
+    at.switch_page("views/explore.py").run()
     assert not at.exception and "Train one first" in at.info[0].value
 
 
 def test_catalog_shows_every_op_page_resolved_live():
     at = app()
-    at.switch_page("pages/catalog.py").run()
+    at.switch_page("views/catalog.py").run()
     assert not at.exception and at.title[0].value == "Catalog"
     box = at.selectbox(key="catalog_op")
     box.select("pos_embed").run()
@@ -172,7 +172,7 @@ def test_catalog_shows_every_op_page_resolved_live():
 
 def test_first_visit_to_train_can_train_at_once():
     at = app()
-    at.switch_page("pages/train.py").run()
+    at.switch_page("views/train.py").run()
     assert not at.error and not at.button(key="train_train").disabled
 
 
@@ -181,13 +181,13 @@ def test_link_values_outside_the_controls_are_reported_not_clamped():
     warning = at.warning[0].value
     assert "steps='200000'" in warning and "batch_size='5000'" in warning
     assert "seed='3000000000'" in warning
-    at.switch_page("pages/train.py").run()
+    at.switch_page("views/train.py").run()
     assert at.number_input(key="train_steps").value == 200  # the task's default, not 1
 
 
 def test_a_run_too_big_for_the_classroom_is_refused_before_it_starts():
     at = app(task="reverse", seq_len="512", batch_size="1024")
-    at.switch_page("pages/train.py").run()
+    at.switch_page("views/train.py").run()
     [error] = at.error
     assert "E_BUDGET" in error.value and "batch_size" in error.value
     assert at.button(key="train_train").disabled
@@ -195,7 +195,7 @@ def test_a_run_too_big_for_the_classroom_is_refused_before_it_starts():
 
 def test_switching_task_or_length_follows_the_preset():
     at = app()
-    at.switch_page("pages/train.py").run()
+    at.switch_page("views/train.py").run()
     at.selectbox(key="train_task").select("modular").run()
     assert not at.error and at.number_input(key="train_seq_len").value == 32
     assert "linear(8)" in at.query_params["stack"] and at.query_params["input"] == "B,32"
@@ -205,7 +205,7 @@ def test_switching_task_or_length_follows_the_preset():
 
 def test_hidden_controls_show_their_pinned_values():
     at = app(task="reverse", hide="task,steps")
-    at.switch_page("pages/train.py").run()
+    at.switch_page("views/train.py").run()
     assert "Set by the link: task = reverse, steps = 400" in at.caption[0].value
 
 
@@ -228,17 +228,17 @@ def test_choosing_a_preset_again_restores_it_and_added_ops_follow_each_other():
 def test_a_diverged_run_is_explained_on_explore():
     at = app(task="position", lr="10", steps="200",
              stack="embedding(16, 32)\npos_embed(32)\nlinear(16)", dtype="float16")
-    at.switch_page("pages/train.py").run()
+    at.switch_page("views/train.py").run()
     at.button(key="train_train").click().run()
     assert wait_for_run(at) == "diverged"
-    at.switch_page("pages/explore.py").run()
+    at.switch_page("views/explore.py").run()
     assert not at.exception
     assert "smaller lr" in at.warning[0].value
 
 
 def test_train_submits_the_values_on_screen():
     at = app(task="position", steps="300")
-    at.switch_page("pages/train.py").run()
+    at.switch_page("views/train.py").run()
     at.number_input(key="train_steps").set_value(40)
     at.button(key="train_train").click().run()  # no rerun between the edit and the click
     assert wait_for_run(at) == "finished"
@@ -247,7 +247,7 @@ def test_train_submits_the_values_on_screen():
 
 def test_pinned_values_survive_other_controls():
     at = app(task="reverse", seq_len="24", hide="seq_len")
-    at.switch_page("pages/train.py").run()
+    at.switch_page("views/train.py").run()
     at.selectbox(key="train_task").select("modular").run()
     assert at.query_params["seq_len"] == "24"
 
@@ -270,12 +270,12 @@ def status_text(at) -> str:
 
 def test_two_sessions_on_one_link_share_one_training_and_stop_detaches():
     first = app(**LONG_LINK)
-    first.switch_page("pages/train.py").run()
+    first.switch_page("views/train.py").run()
     first.button(key="train_train").click().run()
     key = first.query_params["run"]
     assert len(key) == 32
     second = app(**LONG_LINK)
-    second.switch_page("pages/train.py").run()
+    second.switch_page("views/train.py").run()
     second.button(key="train_train").click().run()
     assert second.query_params["run"] == key  # the same run, not a second training
     second.run()
@@ -290,15 +290,15 @@ def test_two_sessions_on_one_link_share_one_training_and_stop_detaches():
 
 def test_a_reload_reattaches_and_a_fresh_session_opens_the_stored_run():
     first = app(task="position", steps="60", seed="5")
-    first.switch_page("pages/train.py").run()
+    first.switch_page("views/train.py").run()
     first.button(key="train_train").click().run()
     key = first.query_params["run"]
     reloaded = app(task="position", steps="60", seed="5", run=key)  # a reload: a new session
-    reloaded.switch_page("pages/train.py").run()
+    reloaded.switch_page("views/train.py").run()
     assert not reloaded.warning or "run=" not in reloaded.warning[0].value
     assert wait_for_run(reloaded) == "finished" and reloaded.query_params["run"] == key
     fresh = app(run=key)  # /explore?run=KEY, in a browser session that never trained
-    fresh.switch_page("pages/explore.py").run()
+    fresh.switch_page("views/explore.py").run()
     assert not fresh.exception
     titles = [s.value for s in fresh.subheader]
     assert "Cosine similarity of the rows" in titles and "Training curves" in titles
@@ -315,18 +315,18 @@ def test_unknown_malformed_evicted_and_damaged_runs_are_reported_not_crashed():
                        ("<b>x</b>" * 20, "not a run key")):
         at = app(run=raw)  # the first page says what was wrong with the link
         assert not at.exception and words in at.warning[0].value, raw
-        at.switch_page("pages/explore.py").run()
+        at.switch_page("views/explore.py").run()
         assert not at.exception and "Train one first" in at.info[0].value
     store = RunStore(os.environ["STACKLAB_RUNS"])
     first = app(task="modular", steps="30", seed="9")
-    first.switch_page("pages/train.py").run()
+    first.switch_page("views/train.py").run()
     first.button(key="train_train").click().run()
     assert wait_for_run(first) == "finished"
     key = first.query_params["run"]
     assert key in store
     (Path(store.root) / key / "run.json").write_text('{"format": "damaged')  # a damaged entry
     damaged = app(run=key)
-    damaged.switch_page("pages/explore.py").run()
+    damaged.switch_page("views/explore.py").run()
     assert not damaged.exception  # served from the server's memory, or reported
     evicted = RunStore(store.root, max_bytes=0)
     evicted.evict()
@@ -338,7 +338,7 @@ def test_unknown_malformed_evicted_and_damaged_runs_are_reported_not_crashed():
 
 def test_compare_without_runs_says_how_to_start():
     at = app()
-    at.switch_page("pages/compare.py").run()
+    at.switch_page("views/compare.py").run()
     assert not at.exception and "Pick runs above" in at.info[0].value
 
 
@@ -354,7 +354,7 @@ def test_a_compare_link_preloads_stored_runs_side_by_side():
         store.save(run)
     at = app(compare=f"{learned.key},{rope.key},nonsense")
     assert "nonsense" in at.warning[0].value and "not a run key" in at.warning[0].value
-    at.switch_page("pages/compare.py").run()
+    at.switch_page("views/compare.py").run()
     assert not at.exception
     table = at.dataframe[0].value
     assert list(table["encoding"]) == ["pos_embed", "rope"]

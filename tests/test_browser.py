@@ -97,6 +97,17 @@ def shoot(page, name: str, height: int) -> None:
     page.set_viewport_size({"width": 1400, "height": 1000})
 
 
+def test_a_first_visit_straight_to_a_page_gets_the_apps_navigation(server, browser):
+    """The first session of a fresh server opens a classroom link to /train: the app's own
+    navigation (and its page setup) run, not Streamlit's folder navigation."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{server}/train?task=shift")
+    page.get_by_role("button", name="Train", exact=True).wait_for(timeout=60_000)
+    sidebar = page.locator("[data-testid='stSidebarNav']").inner_text()
+    assert "Compare" in sidebar and "Build" in sidebar and "app" not in sidebar.split()
+    page.close()
+
+
 def test_main_journey_link_report_train_explore(server, browser):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -148,7 +159,7 @@ def test_two_students_on_one_link_share_one_training(server, browser):
     for page in students:
         page.get_by_text("Status: finished").wait_for(timeout=120_000)
         page.get_by_text("Attention by position alone", exact=True).wait_for(timeout=30_000)
-        assert page.locator(".js-plotly-plot").count() >= 2  # the curves and the heatmap
+        page.locator(".js-plotly-plot").nth(1).wait_for(timeout=30_000)  # curves and heatmap
         page.wait_for_function("() => window.location.search.includes('run=')", timeout=10_000)
         keys.add(page.evaluate("new URLSearchParams(window.location.search).get('run')"))
     assert len(keys) == 1

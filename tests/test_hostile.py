@@ -105,7 +105,7 @@ def test_hostile_links_and_stacks_show_as_text_on_every_page():
     assert "\\[L\\](https\\://example.com/l)" in warning and "\n# HEADING" not in warning
     error = at.error[0].value  # the stack's E_ARG quotes the string argument, escaped
     assert "[L](u)" not in error and "\\[L\\](u)" in error
-    for page in ("pages/train.py", "pages/explore.py", "pages/catalog.py"):
+    for page in ("views/train.py", "views/explore.py", "views/catalog.py"):
         at.switch_page(page).run()
         assert not at.exception, page
 

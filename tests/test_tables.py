@@ -82,7 +82,7 @@ def test_a_bad_table_file_is_a_clear_error(gpt2_file, tmp_path, case, words):
 
 def test_the_same_file_uploaded_on_explore_shows_the_same_numbers(gpt2_file):
     at = AppTest.from_file(APP, default_timeout=120).run()
-    at.switch_page("pages/explore.py").run()
+    at.switch_page("views/explore.py").run()
     at.file_uploader(key="explore_upload").set_value(
         (gpt2_file.name, gpt2_file.read_bytes(), "application/octet-stream")).run()
     box = at.selectbox(key="explore_upload_key")

@@ -115,8 +115,9 @@ def table_rows(entries: Sequence[tuple[str, object]]) -> list[dict[str, str]]:
                "pattern": (f"{pattern['name']} {_number(pattern['value'])} (init "
                            f"{_number(pattern['init'])})" if pattern.get("name") else "—")}
         for length, entry in found["length_generalization"].items():
-            row[f"past T at {length}"] = ("beyond capacity" if "error" in entry
-                                          else _number(entry["past_T"]))
+            if int(length) > found["seq_len"]:  # positions past the trained length exist
+                row[f"past T at {length}"] = ("beyond capacity" if "error" in entry
+                                              else _number(entry["past_T"]))
         row["key"] = found["key"][:12]
         rows.append(row)
     return rows

@@ -230,7 +230,10 @@ FIGURES: tuple[FigureSpec, ...] = (
                     f"position=\"{ctx.attention_position}\" inside it"
                     f"{', the causal mask' if ctx.run.model.get_submodule(ctx.without_table[0]).causal else ''}). "
                     f"What to look for: {ctx.run.task.pattern}",
-        lambda ctx: positional_attention_heatmap(ctx.without_table[1], ctx.without_table[0]),
+        lambda ctx: positional_attention_heatmap(
+            ctx.without_table[1], ctx.without_table[0],
+            title=f"Attention by position alone in {ctx.without_table[0]} (position="
+                  f"\"{ctx.attention_position}\"), tokens averaged out"),
         applies=lambda ctx: not ctx.run.position_nodes and ctx.without_table is not None,
         needs_table=False,
         score=lambda ctx: _without_table_score(ctx.run)),

@@ -141,7 +141,7 @@ def status_panel():
     if not now.active and current.run is not None:
         app_state.keep_run(current)
     if not now.active and now.status != Status.FAILED:
-        st.page_link("pages/explore.py", label="Explore what the table learned",
+        st.page_link("views/explore.py", label="Explore what the table learned",
                      icon=":material/insights:")
     if view is not None and view.active and not now.active:
         st.rerun()  # the run ended: redraw the page (buttons, no more polling)

@@ -75,7 +75,7 @@ job = app_state.latest_run()
 if job is None:
     if active is None:
         st.info("No finished run yet. Train one first.")
-        st.page_link("pages/train.py", label="Go to Train", icon=":material/model_training:")
+        st.page_link("views/train.py", label="Go to Train", icon=":material/model_training:")
     st.stop()
 
 run = job.run
