@@ -56,3 +56,23 @@ def test_a_killed_actor_fails_only_its_run(pool):
     ray.kill(ray.get_actor(f"stacklab-run-{job.key[:12]}"), no_restart=True)
     assert job.wait(60).status == "failed" and "Ray actor" in job.view().error
     assert pool.submit("b", None, dataclasses.replace(QUICK, seed=3)).wait(120).status == "finished"
+
+
+def test_sweep_runs_on_ray_when_the_address_is_set(pool, tmp_path, cli, monkeypatch):
+    """`stacklab sweep` with STACKLAB_RAY_ADDRESS trains its runs as Ray actors."""
+    import csv
+
+    from stacklab.serve import ray_runs
+
+    monkeypatch.setenv("STACKLAB_RAY_ADDRESS", "auto")
+    started, original = [], ray_runs.start
+    monkeypatch.setattr(ray_runs, "start", lambda key, args: started.append(key) or original(key, args))
+    (tmp_path / "rope.txt").write_text('embedding(16, 32)\nattention(2, causal=true, '
+                                       'position="rope")\nlinear(16)')
+    code, _, err = cli("sweep", "--task", "shift", "--stack", str(tmp_path / "rope.txt"),
+                       "--seeds", "5,6", "--steps", "15", "--out", str(tmp_path / "sw"))
+    assert code == 0, err
+    with open(tmp_path / "sw" / "results.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["status"] for r in rows] == ["finished", "finished"]
+    assert sorted(started) == sorted(r["key"] for r in rows)  # each one a Ray actor
