@@ -1,23 +1,125 @@
-"""The tour notebook runs top to bottom on the CPU."""
+"""Notebooks (SPEC §17): every notebook runs top to bottom in a real kernel, and the Lab
+is driven through its Python API as its buttons drive it."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
-TOUR = Path(__file__).parent.parent / "notebooks" / "tour.ipynb"
+import stacklab
+
+NOTEBOOKS = Path(__file__).parent.parent / "notebooks"
+PLOTLY = "application/vnd.plotly.v1+json"
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+def execute(name: str, tmp_path) -> list[dict]:
+    notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
+    NotebookClient(notebook, timeout=180, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.outputs]
+    errors = [out for out in outputs if out.output_type == "error"]
+    assert not errors, errors[0].get("traceback", errors[0])[-1]
+    return outputs
+
+
+def text_of(outputs) -> str:
+    return "".join(out.get("text", "") + out.get("data", {}).get("text/plain", "")
+                   for out in outputs)
 
 
 def test_tour_notebook_runs_top_to_bottom(tmp_path):
-    notebook = nbformat.read(TOUR, as_version=4)
-    NotebookClient(notebook, timeout=120, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
-    outputs = [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.outputs]
-    assert not [out for out in outputs if out.output_type == "error"]
-    text = "".join(out.get("text", "") for out in outputs)
+    outputs = execute("tour.ipynb", tmp_path)
+    text = text_of(outputs)
     assert "Parameters: 8,580" in text
     assert "rows >= 16 exactly zero: True" in text
-    plots = [out for out in outputs if "application/vnd.plotly.v1+json" in out.get("data", {})]
-    assert len(plots) >= 5
+    assert len([out for out in outputs if PLOTLY in out.get("data", {})]) >= 5
+
+
+def test_encodings_notebook_compares_every_encoding(tmp_path):
+    outputs = execute("encodings.ipynb", tmp_path)
+    text = text_of(outputs)
+    for name in ("learned", "sinusoidal", "rope", "alibi", "none"):
+        assert f"{name:>10}: at T=16" in text
+    assert "partner_attention" in text
+    assert len([out for out in outputs if PLOTLY in out.get("data", {})]) >= 3
+
+
+def test_table_notebook_scores_a_table_from_a_file(tmp_path):
+    outputs = execute("table-from-a-file.ipynb", tmp_path)
+    text = text_of(outputs)
+    assert "torch.Size([1024, 768])" in text and "translation_invariance" in text
+    assert "has no tensor 'wte'" in text
+    assert len([out for out in outputs if PLOTLY in out.get("data", {})]) == 3
+
+
+def test_lab_notebook_trains_live_and_opens_by_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("STACKLAB_RUNS", str(tmp_path / "runs"))
+    outputs = execute("lab.ipynb", tmp_path)
+    text = text_of(outputs)
+    assert "finished 300" in text and text.rstrip().endswith("True")
+    widgets = [out for out in outputs if WIDGET in out.get("data", {})]
+    assert len(widgets) >= 2  # the progress bar of train(live=True), and the Lab's panel
+    plots = [out for out in outputs if PLOTLY in out.get("data", {})]
+    assert len(plots) >= 2  # the live curves and pattern figure, left as the final ones
+
+
+# -- the Lab through its Python API (what its buttons call) ---------------------------------
+
+
+@pytest.fixture
+def lab(tmp_path):
+    from stacklab.lab.store import RunStore
+    from stacklab.notebook import Lab
+
+    return Lab(task="reverse", steps=60, store=RunStore(tmp_path))
+
+
+def test_the_lab_trains_off_the_main_thread_and_shows_its_figures(lab):
+    assert "Parameters: 30,224" in lab._report.value and lab.status == "ready"
+    lab.set(seed=3, steps=80)
+    assert lab.train() is True
+    assert lab.status == "running" and lab._train_button.disabled  # returns at once
+    run = lab.wait(120)
+    assert run.status == "finished" and run.step == 80 and run.config.seed == 3
+    assert lab.status == "finished" and f"key <code>{run.key}</code>" in lab._status.value
+    titles = [figure.layout.title.text for figure in lab.figures]
+    assert titles[0] == "Training curves" and titles[1].startswith("Attention by position alone")
+    assert len(lab._figures.outputs) == 2  # the panel shows them
+    assert lab.store.load(run.key).final == run.final  # in the store: the app opens it by key
+
+
+def test_stop_ends_the_lab_run_within_a_step(lab):
+    lab.set(steps=100_000, target_accuracy=None)
+    lab.train()
+    deadline = time.monotonic() + 30
+    while lab._trainer.run_state is None or lab._trainer.run_state.step < 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    lab.stop()
+    run = lab.wait(30)
+    assert run.status == "stopped" and run.step < 100_000 and lab.status == "stopped"
+    assert not lab._train_button.disabled and lab._stop_button.disabled
+
+
+def test_the_lab_resolves_as_you_type_and_explains_errors(lab):
+    lab.source = "embedding(16, 64)\npos_embed(8)\nattention(4)\nlinear(16)"
+    report = lab._report.value
+    assert "E_CONSTRAINT" in report and "^" in report and "fix:" in report
+    assert lab.train() is False and lab.status == "cannot start"
+    assert "E_CONSTRAINT" in lab._status.value
+    lab.set(task="modular")  # the task's preset follows, and resolves
+    assert "pos_embed(64)" in lab.source and "Parameters:" in lab._report.value
+    lab.set(target_accuracy="2")
+    assert lab.train() is False and "E_ARG" in lab._status.value
+
+
+def test_train_outside_jupyter_is_the_librarys():
+    run = stacklab.train(task="position", steps=10, live=True)  # no kernel: nothing shown
+    assert run.status == "finished" and run.step == 10
+    with pytest.raises(stacklab.StackError, match="no run"):
+        stacklab.open_run("0" * 32)

@@ -27,7 +27,7 @@ from .core.nodes import Node, Requirement
 from .core.resolve import DEFAULT_BUDGET_BYTES, resolve
 from .core.spec import OpSpec, catalog, get_op
 from .lab.tasks import TASKS, Task, get_task
-from .lab.trainer import Run, Status, TrainConfig, Trainer, train
+from .lab.trainer import Run, Status, TrainConfig, Trainer
 
 __all__ = [
     "__version__",
@@ -52,12 +52,35 @@ __all__ = [
     "pick_device",
     "resolve",
     "train",
+    "open_run",
 ]
 
 # Modules reachable as ``stacklab.<name>`` (loaded on first use: figures needs plotly).
 _MODULES = {"analysis": "stacklab.lab.analysis", "figures": "stacklab.lab.figures",
             "checkpoint": "stacklab.lab.checkpoint", "tasks": "stacklab.lab.tasks",
-            "export": "stacklab.core.export"}
+            "export": "stacklab.core.export", "notebook": "stacklab.notebook"}
+
+
+def train(source: str | None = None, *, live: bool = False, **settings) -> Run:
+    """Train ``source`` (default: the task's preset) with `TrainConfig` ``settings``; return
+    the `Run`. In Jupyter it shows a progress bar, and with ``live=True`` the curves and the
+    task's pattern figure updating in place (`stacklab.notebook`); elsewhere it is
+    `stacklab.lab.trainer.train`.
+
+    Raises `StackError` before training when a setting is invalid or the stack does not fit
+    the task; a run that fails later ends with ``status`` ``failed`` or ``diverged``.
+    """
+    from .notebook import train as train_here
+
+    return train_here(source, live=live, **settings)
+
+
+def open_run(key: str) -> Run:
+    """The stored run of ``key`` (trained by the app, a notebook's Lab or a sweep), with its
+    model and record; `StackError` when the run store has none."""
+    from .notebook import open_run as open_stored
+
+    return open_stored(key)
 
 
 def __dir__() -> list[str]:

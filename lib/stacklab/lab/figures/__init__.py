@@ -22,7 +22,7 @@ True
 from .catalog import (FIGURES, FigureContext, FigureSpec, RunFigure, figures_from_json, figures_json,
                       pattern_figure, run_figures)
 from .curves import (cosine_by_distance_plot, length_generalization_plot, length_probe_plot,
-                     training_curves)
+                     offset_scores_plot, training_curves)
 from .heatmaps import (attention_heatmap, attention_snapshot_heatmaps, learned_vs_sinusoidal,
                        positional_attention_heatmap, query_key_heatmap, rows_alone_heatmap,
                        similarity_heatmap, sinusoidal_resemblance, snapshot_heatmaps)
@@ -33,7 +33,7 @@ __all__ = ["similarity_heatmap", "query_key_heatmap", "positional_attention_heat
            "attention_heatmap", "snapshot_heatmaps", "grad_norm_plot", "drift_plot", "pca_plot",
            "length_probe_plot", "learned_vs_sinusoidal", "training_curves", "run_figures",
            "pattern_figure", "figures_json", "figures_from_json", "cosine_by_distance_plot",
-           "length_generalization_plot",
+           "length_generalization_plot", "offset_scores_plot",
            "attention_snapshot_heatmaps", "rows_alone_heatmap", "sinusoidal_resemblance",
            "RunFigure", "FigureSpec", "FigureContext", "FIGURES", "MAX_CELLS", "ANIMATION_CELLS",
            "MAX_FRAMES", "MAX_TABLE_ROWS"]
