@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: run test bench docs fuzz loadtest browser clean
+.PHONY: run test bench docs fuzz loadtest browser wheel clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,18 @@ fuzz: $(STAMP)
 # Thirty browser sessions training at once against the real server (see bench/loadtest.py).
 loadtest: $(STAMP) browser
 	$(PY) bench/loadtest.py
+
+# Build the wheel and install it in a fresh venv outside the checkout: the CLI, the
+# library and the notebook Lab must work from the installed package alone.
+WHEEL_CHECK := /tmp/stacklab-wheel-check
+wheel: $(STAMP)
+	rm -rf $(WHEEL_CHECK) && mkdir -p $(WHEEL_CHECK)
+	$(PY) -m pip wheel $(PIP_QUIET) --no-deps -w $(WHEEL_CHECK)/dist . 2>&1 | grep -v "is ignored" || true
+	$(PYTHON) -m venv $(WHEEL_CHECK)/venv
+	$(WHEEL_CHECK)/venv/bin/pip install $(PIP_QUIET) torch==2.13.0 2>&1 | grep -v "is ignored" || true
+	$(WHEEL_CHECK)/venv/bin/pip install $(PIP_QUIET) "$$(ls $(WHEEL_CHECK)/dist/stacklab-*.whl)[notebook]" 2>&1 | grep -v "is ignored" || true
+	cd $(WHEEL_CHECK) && ./venv/bin/stacklab tasks >/dev/null && ./venv/bin/stacklab train --task position --steps 20 --out run >/dev/null 2>&1 \
+	  && ./venv/bin/python -c "import stacklab, stacklab.notebook; lab = stacklab.notebook.Lab(task='position', steps=20); lab.train(); run = lab.wait(120); assert run.status == 'finished', run.status; print('wheel ok:', stacklab.__file__, run.status)"
 
 clean:
 	rm -rf $(VENV) .pytest_cache

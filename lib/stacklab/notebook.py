@@ -61,7 +61,7 @@ class LiveFigures:
         trainer.add_callback("on_end", self.on_end)
 
     def on_start(self, run: Run) -> None:
-        from tqdm.notebook import tqdm
+        from tqdm.auto import tqdm  # the notebook bar in Jupyter
 
         self._bar = tqdm(total=run.config.steps, desc=f"{run.task.name} T={run.config.seq_len}",
                          unit="step", leave=True)
