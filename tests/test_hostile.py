@@ -172,3 +172,23 @@ def test_a_million_row_run_is_drawn_by_its_worker_and_stored_small(tmp_path):
         assert len(job.figures()) >= 5 and not hasattr(job.run, "model")
     finally:
         pool.shutdown()
+
+
+def test_a_huge_runs_parsed_figures_are_not_kept_by_the_server(tmp_path):
+    """Parsed, the million-row run's figures hold about 30 MiB; the server keeps only small
+    runs' parsed figures between views (the JSON stays with the run)."""
+    from stacklab import TrainConfig
+    from stacklab.lab.store import RunStore
+    from stacklab.serve.pool import JobPool
+
+    pool = JobPool(workers=1, store=RunStore(tmp_path))
+    try:
+        huge = pool.submit("a", "embedding(8,1)\npos_embed(1000000)\nlinear(8)",
+                           TrainConfig(task="modular", steps=2, batch_size=1))
+        small = pool.submit("b", None, TrainConfig(task="position", steps=20))
+        assert huge.wait(120).status == small.wait(120).status == "finished"
+        assert huge.figures() and huge.figures()[0] is not huge.figures()[0]  # parsed per view
+        assert small.figures()[0] is small.figures()[0]  # shared by every viewer
+        assert huge._figures == {} and None in small._figures
+    finally:
+        pool.shutdown()

@@ -179,9 +179,14 @@ class Job:
         them, else drawn here once; shared by every session that views it. Raises
         `StackError` when the run has left the store since."""
         with self._pattern_lock:
-            if node not in self._figures:
-                self._figures[node] = self._drawn(node)
-            return self._figures[node]
+            if node in self._figures:
+                return self._figures[node]
+            drawn = self._drawn(node)
+            # Kept for every viewer unless large: parsed, a million-row table's figures hold
+            # 30 MiB (their 4 MB of JSON stays with the run and is parsed again on a view).
+            if _json_bytes(self.run, node) <= SHARED_FIGURES_BYTES:
+                self._figures[node] = drawn
+            return drawn
 
     def _drawn(self, node: str | None) -> list[RunFigure]:
         """The figures the worker stored (``"pattern"``: the pattern figure); drawn from
@@ -221,6 +226,19 @@ class Job:
         """Block until the job has ended (for scripts and tests; pages poll instead)."""
         self._done.wait(timeout)
         return self
+
+
+SHARED_FIGURES_BYTES = 2 << 20  # a finished run's parsed figures are kept up to this much JSON
+
+
+def _json_bytes(run, node: str | None) -> int:
+    """The JSON size of ``run``'s stored figures for ``node`` (0 when drawn here)."""
+    drawn = run.figures() if run is not None else None
+    if not drawn:
+        return 0
+    nodes = drawn.get("nodes", {})
+    found = nodes.get(node) if node is not None else next(iter(nodes.values()), [])
+    return sum(len(entry[2]) for entry in found or ())
 
 
 def _warm_fork_server() -> None:
