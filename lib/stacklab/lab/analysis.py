@@ -464,14 +464,17 @@ def attention_pattern_without_table(run) -> dict | None:
         return None
     name, weights, _ = found
     partners = run.task.partner(run.config.seq_len)
-    initial = types.SimpleNamespace(model=run.network.build(seed=run.config.seed,
-                                                            device=run.device),
-                                    config=run.config, task=run.task)
-    init = attention_without_table(initial)[1]
+    init = run.initial_scores.get("attention_by_position")  # the model as built: once a run
+    if init is None:
+        initial = types.SimpleNamespace(model=run.network.build(seed=run.config.seed,
+                                                                device=run.device),
+                                        config=run.config, task=run.task)
+        init = _finite(S.partner_attention(attention_without_table(initial)[1], partners))
+        run.initial_scores["attention_by_position"] = init
     return {"node": name, "position": getattr(run.model.get_submodule(name), "position", "none"),
             "pattern": {"name": "partner_attention",
                         "value": _finite(S.partner_attention(weights, partners)),
-                        "init": _finite(S.partner_attention(init, partners))}}
+                        "init": init}}
 
 
 def score_text(entry: dict, name: str, digits: int = 2) -> str:

@@ -55,7 +55,23 @@ class FigureContext:
         return self.run.scores()[self.node]
 
     def score(self, name: str) -> str:
+        if name == "pattern" and self.run.initial_scores:
+            return analysis.score_text(self.pattern_only, name)  # the live figure: cheap
         return analysis.score_text(self.scores, name)
+
+    @cached_property
+    def pattern_only(self) -> dict:
+        """The task's pattern score alone (trained and at init), in the form of `scores`:
+        what the live pattern figure shows at each evaluation, without every other score."""
+        init = self.run.initial_scores.get(self.node, {})
+        entry = {"pattern": {"name": self.run.task.pattern_score, "value": None,
+                             "init": init.get("pattern")}}
+        try:
+            entry["pattern"]["value"] = analysis.pattern_score(self.run.task, self.run.model,
+                                                               self.node, self.T)
+        except StackError as err:
+            entry["skipped"] = {"pattern": err.message}
+        return entry
 
     @cached_property
     def positional_attention(self):
