@@ -247,6 +247,16 @@ def show_pinned(fields) -> None:
         st.caption(f":material/lock: Set by the link: {plain(values)}")
 
 
+def show_figures(drawn, key: str) -> None:
+    """Figures of a run (`RunFigure`s) one under another: title, score, caption, chart."""
+    for index, drawn_figure in enumerate(drawn):
+        st.subheader(drawn_figure.title)
+        if drawn_figure.score:
+            st.markdown(f"**{plain(drawn_figure.score, 300)}**")
+        st.caption(plain(drawn_figure.caption, 1000))
+        st.plotly_chart(drawn_figure.figure, key=f"{key}_{index}")
+
+
 LATEST_RUN = "latest_run"
 
 

@@ -44,12 +44,7 @@ def table_from_a_file() -> None:
     st.markdown(f"Table of shape **{shape}**, scored on its first {scores['rows_scored']} rows: "
                 + ", ".join(f"{name.replace('_', ' ')} **{value:.2f}**"
                             for name, value in shown.items()))
-    for index, drawn_figure in enumerate(figures):
-        st.subheader(drawn_figure.title)
-        if drawn_figure.score:
-            st.markdown(f"**{app_state.plain(drawn_figure.score, 300)}**")
-        st.caption(app_state.plain(drawn_figure.caption, 1000))
-        st.plotly_chart(drawn_figure.figure, key=f"explore_upload_{index}")
+    app_state.show_figures(figures, "explore_upload")
 
 
 with st.expander("A table trained elsewhere (e.g. GPT-2's wpe): upload it",
@@ -114,9 +109,4 @@ download[2].download_button("figures (report.html)", lambda: report_html(run, jo
                             file_name="report.html", mime="text/html", key="explore_report",
                             icon=":material/download:")
 
-for index, drawn_figure in enumerate(drawn):
-    st.subheader(drawn_figure.title)
-    if drawn_figure.score:
-        st.markdown(f"**{app_state.plain(drawn_figure.score, 300)}**")
-    st.caption(app_state.plain(drawn_figure.caption, 1000))
-    st.plotly_chart(drawn_figure.figure, key=f"explore_{job.id}_{node}_{index}")
+app_state.show_figures(drawn, f"explore_{job.id}_{node}")

@@ -213,34 +213,27 @@ class RunStore:
 
     def open(self, key: str) -> StoredRun | None:
         """The stored run of ``key`` without its tensors, or None (as `load`)."""
-        if not is_key(key):
-            return None
-        folder = self.root / key
-        try:
-            if not (folder / "run.json").is_file():
-                return None
-            stored = StoredRun(folder, key)
-        except Exception as err:  # noqa: BLE001 - any damage means: not a stored run
-            log.warning("ignoring the stored run %s: %s: %s", key, type(err).__name__, err)
-            return None
-        _touch(folder)
-        return stored
+        return self._read(key, lambda folder: StoredRun(folder, key))
 
     def load(self, key: str, device: str | None = "cpu") -> Run | None:
         """The stored `Run` of ``key``, or None (unknown key, or a folder that does not read
         back completely: logged and skipped, never shown as finished)."""
+        return self._read(key, lambda folder: _read_run(folder, key, device))
+
+    def _read(self, key: str, read):
+        """``read(folder)`` of a whole stored run of ``key`` (then counted as used), or None."""
         if not is_key(key):
             return None
         folder = self.root / key
         try:
             if not (folder / "run.json").is_file():
                 return None
-            run = _read_run(folder, key, device)
+            found = read(folder)
         except Exception as err:  # noqa: BLE001 - any damage means: not a stored run
             log.warning("ignoring the stored run %s: %s: %s", key, type(err).__name__, err)
             return None
         _touch(folder)
-        return run
+        return found
 
 
 class StoredRun:
