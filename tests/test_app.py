@@ -360,8 +360,13 @@ def test_a_compare_link_preloads_stored_runs_side_by_side():
     assert list(table["encoding"]) == ["pos_embed", "rope"]
     assert list(table["key"]) == [learned.key[:12], rope.key[:12]]
     titles = [h.value for h in at.subheader]
-    assert "Training curves" in titles and "Attention by position alone (no table)" in titles
+    assert "Training curves" in titles and "Attention by position alone" in titles  # aligned
     assert at.query_params["compare"] in (f"{learned.key},{rope.key}", [f"{learned.key},{rope.key}"])
     at.multiselect(key="compare_pick").unselect(learned.key).run()
     assert list(at.dataframe[0].value["encoding"]) == ["rope"]
     assert at.query_params["compare"] in (rope.key, [rope.key])
+    # a key added by its first 8 characters joins the list, and picking keeps the others
+    at.text_input(key="compare_keys").input(learned.key[:8]).run()
+    assert at.multiselect(key="compare_pick").value == [rope.key, learned.key]
+    at.multiselect(key="compare_pick").unselect(rope.key).run()
+    assert list(at.dataframe[0].value["encoding"]) == ["pos_embed"]

@@ -67,3 +67,30 @@ def test_sweep_checks_every_stack_before_training(tmp_path, cli):
     code, _, err = cli("sweep", "--task", "shift", "--stack", str(tmp_path / "good.txt"),
                        "--seeds", "4-x", "--out", str(tmp_path / "sw"))
     assert code == 2 and "--seeds" in err
+
+
+def test_sweep_labels_clashing_file_names_by_path_and_refuses_a_repeat(tmp_path, cli):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "rope.txt").write_text(ROPE)
+    (tmp_path / "sub" / "rope.txt").write_text(LEARNED)
+    code, _, err = cli("sweep", "--task", "shift", "--stack", str(tmp_path / "rope.txt"),
+                       "--stack", str(tmp_path / "sub" / "rope.txt"), "--steps", "10",
+                       "--out", str(tmp_path / "sw"))
+    assert code == 0, err
+    with open(tmp_path / "sw" / "results.csv", newline="") as handle:
+        labels = [row["stack"] for row in csv.DictReader(handle)]
+    assert labels == [str(tmp_path / "rope.txt"), str(tmp_path / "sub" / "rope.txt")]
+    assert "sweep 2 stacks x 1 seed " in err
+    code, _, err = cli("sweep", "--task", "shift", "--stack", str(tmp_path / "rope.txt"),
+                       "--stack", str(tmp_path / "rope.txt"), "--out", str(tmp_path / "x"))
+    assert code == 2 and "given twice" in err
+
+
+def test_compare_takes_the_start_of_a_key_as_shown(tmp_path, cli):
+    run = stacklab.train(task="position", steps=15, seed=9)
+    RunStore().save(run)
+    code, _, err = cli("compare", run.key[:8], "--out", str(tmp_path / "c"))
+    assert code == 0, err
+    found = json.loads((tmp_path / "c" / "comparison.json").read_text())
+    assert found["runs"][0]["key"] == run.key
+    assert stacklab.open_run(run.key[:12]).final == run.final

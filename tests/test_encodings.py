@@ -126,3 +126,20 @@ def test_rope_reaches_past_the_trained_length_where_a_table_cannot():
     past = {name: np.mean(run.length_generalization["32"]["per_position"][16:])
             for name, run in (("learned", learned), ("rope", rope))}
     assert past["learned"] < 0.2 and past["rope"] > 0.6, past
+
+
+def test_eval_lengths_past_the_activation_budget_are_refused_first(tmp_path, cli):
+    file = tmp_path / "rope.txt"
+    file.write_text('embedding(16, 64)\nattention(4, causal=true, position="rope")\nlinear(16)')
+    code, _, err = cli("train", str(file), "--task", "shift", "--steps", "5",
+                       "--eval-lengths", "65536", "--out", str(tmp_path / "x"))
+    assert code == 1 and "E_BUDGET" in err and "evaluating at length 65536" in err
+    assert not (tmp_path / "x" / "metrics.json").exists()
+
+
+def test_the_progress_bar_ends_on_the_final_accuracy(tmp_path, cli):
+    code, _, err = cli("train", "--task", "shift", "--steps", "60", "--out", str(tmp_path / "r"))
+    assert code == 0
+    final = json.loads((tmp_path / "r" / "metrics.json").read_text())["final"]["accuracy"]
+    shown = err.split("held-out acc ")[-1].split()[0]
+    assert shown == f"{final:.3f}"

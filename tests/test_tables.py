@@ -99,3 +99,31 @@ def test_the_same_file_uploaded_on_explore_shows_the_same_numbers(gpt2_file):
     at.file_uploader(key="explore_upload").set_value(
         ("objects.npy", b"\x93NUMPY garbage", "application/octet-stream")).run()
     assert not at.exception and "E_VALUE" in at.error[0].value
+
+
+def test_odd_files_get_errors_that_fit(tmp_path):
+    big = tmp_path / "big.npy"
+    np.save(big, (np.ones((16, 4)) * 1e38).astype(np.float32))
+    with pytest.raises(StackError, match="as large as 1e\\+38"):
+        read_table(big)
+    text = tmp_path / "text.npy"
+    text.write_text("not numpy at all")
+    with pytest.raises(StackError, match="does not start with NumPy's header"):
+        read_table(text)
+    fine = tmp_path / "fine.npy"
+    np.save(fine, np.eye(4, dtype=np.float32))
+    with pytest.raises(StackError, match="leave out --key"):
+        read_table(fine, "wpe")
+    corrupt = tmp_path / "bad.safetensors"
+    corrupt.write_bytes((2 ** 40).to_bytes(8, "little") + b"{}")
+    with pytest.raises(StackError) as caught:
+        read_table(corrupt, "wpe")
+    assert "written by stacklab" not in caught.value.hint
+
+
+def test_a_two_row_table_says_no_score_applies(tmp_path, cli):
+    two = tmp_path / "two.npy"
+    np.save(two, np.random.default_rng(0).normal(size=(2, 16)).astype(np.float32))
+    code, _, err = cli("explore", str(two), "--out", str(tmp_path / "x"))
+    assert code == 0 and "no score applies to a table this short" in err
+    assert "None" not in (tmp_path / "x" / "report.html").read_text().split("<section")[0]

@@ -26,23 +26,37 @@ def label(key: str, run) -> str:
 chosen = list(st.session_state.get(app_state.COMPARE, []))
 options = list(dict.fromkeys([*mine, *chosen]))
 stored = {key: mine.get(key) or pool.store.open(key) for key in options}
+if st.session_state.get("compare_pick") != chosen:
+    st.session_state["compare_pick"] = chosen  # the list shows what is compared, however added
 
 
-def changed():
-    picked = st.session_state["compare_pick"] + app_state.compare_keys(
-        st.session_state["compare_keys"])[0]
-    st.session_state[app_state.COMPARE] = list(dict.fromkeys(picked))[:MAX_COMPARED]
+def picked():
+    st.session_state[app_state.COMPARE] = list(st.session_state["compare_pick"])
+
+
+def added():
+    """Keys typed in (whole, or a unique start of at least 8 characters) join the compared."""
+    raw = st.session_state["compare_keys"]
+    parts = [part.strip() for part in raw.split(",") if part.strip()]
+    found = [pool.store.find(part) or part for part in parts]
+    keys, problem = app_state.compare_keys(",".join(found))
+    if problem:
+        st.session_state["compare_problem"] = problem
+    current = st.session_state.get(app_state.COMPARE, [])
+    st.session_state[app_state.COMPARE] = list(dict.fromkeys([*current, *keys]))[:MAX_COMPARED]
     st.session_state["compare_keys"] = ""
 
 
 st.multiselect(
     f"Runs to compare (at most {MAX_COMPARED}): this session's, or any stored run by key",
-    options, default=[key for key in chosen if key in options], key="compare_pick",
-    max_selections=MAX_COMPARED, on_change=changed,
+    options, key="compare_pick", max_selections=MAX_COMPARED, on_change=picked,
     format_func=lambda key: label(key, stored[key]) if stored.get(key) is not None
     else f"{key[:8]} (not stored on this server)")
-st.text_input("Add runs by key (comma-separated; a run=KEY of a link, or a key from "
-              "`stacklab sweep`'s results.csv)", key="compare_keys", on_change=changed)
+st.text_input("Add runs by key (comma-separated; a run=KEY of a link, a key from "
+              "`stacklab sweep`'s results.csv, or its first 8 or more characters)",
+              key="compare_keys", on_change=added)
+if "compare_problem" in st.session_state:
+    st.warning(app_state.plain(st.session_state.pop("compare_problem"), 300))
 app_state.sync_url()
 
 entries = []

@@ -42,8 +42,9 @@ def table_from_a_file() -> None:
     _, shape, scores, figures = drawn
     shown = {name: value for name, value in scores.items() if isinstance(value, float)}
     st.markdown(f"Table of shape **{shape}**, scored on its first {scores['rows_scored']} rows: "
-                + ", ".join(f"{name.replace('_', ' ')} **{value:.2f}**"
-                            for name, value in shown.items()))
+                + (", ".join(f"{name.replace('_', ' ')} **{value:.2f}**"
+                             for name, value in shown.items())
+                   or "no score applies to a table this short"))
     app_state.show_figures(figures, "explore_upload")
 
 

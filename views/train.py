@@ -122,7 +122,11 @@ def status_panel():
     elif now.status == Status.FINISHED:
         final = now.history[-1] if now.history else None
         accuracy = f"; held-out accuracy {final['accuracy']:.1%}" if final else ""
-        st.success(f"Status: **finished** — {now.step} steps in {now.seconds:.1f} s{accuracy}")
+        target = current.config.target_accuracy
+        early = (f", before the {now.steps} asked for: it reached the target accuracy "
+                 f"({target:.0%})" if now.step < now.steps and target is not None else "")
+        st.success(f"Status: **finished** — {now.step} steps in {now.seconds:.1f} s{early}"
+                   f"{accuracy}")
     elif now.status == Status.STOPPED:
         goes_on = (" (it goes on for the others watching it)"
                    if current.status.active and now.watchers > 0 else "")

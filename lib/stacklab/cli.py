@@ -124,7 +124,7 @@ def _flag_type(row):
 
 
 def _flag_help(row) -> str:
-    default = "" if row.default is None or row.choices else f" (default {row.default})"
+    default = ("" if row.default in (None, "") or row.choices else f" (default {row.default})")
     return row.help + default
 
 
@@ -169,9 +169,9 @@ class ProgressBar:
         self.stream = stream or sys.stderr
         self._last = 0.0
 
-    def update(self, run) -> None:
+    def update(self, run, force: bool = False) -> None:
         now = time.perf_counter()
-        if now - self._last < 0.1 and run.step < self.total:
+        if now - self._last < 0.1 and run.step < self.total and not force:
             return
         self._last = now
         done = int(self.width * run.step / self.total)
@@ -202,6 +202,8 @@ def _cmd_train(args, parser) -> int:
         parser.error(f"cannot create {args.out!r}: {err.strerror or err}")
     bar = ProgressBar(f"{trainer.task.name} T={trainer.config.seq_len}", trainer.config.steps)
     trainer.add_callback("on_batch_end", bar.update)
+    trainer.add_callback("on_eval", lambda run: bar.update(run, force=True))  # fresh accuracy
+    trainer.add_callback("on_end", lambda run: bar.update(run, force=True))
     previous = signal.signal(signal.SIGINT, lambda *_: trainer.stop())  # Ctrl-C ends the run cleanly
     try:
         run = trainer.run()
@@ -238,14 +240,16 @@ def _open_run(text: str, store):
 
     if Path(text).is_dir():
         return StoredRun.of_folder(text)
-    if is_key(text):
-        found = store.open(text)
+    key = store.find(text)  # a whole key, or the start of one (8+ characters, as shown)
+    if key is not None or is_key(text):
+        found = store.open(key or text)
         if found is None:
             raise StackError("E_VALUE", f"no run {text} in the run store ({store.root})",
                              hint="train it first, or give the folder of its files")
         return found
-    raise StackError("E_VALUE", f"{text[:200]!r} is neither a folder nor a run key",
-                     hint="give a folder written by `stacklab train --out DIR`, or a run key")
+    raise StackError("E_VALUE", f"{text[:200]!r} is neither a folder nor a run key of the store "
+                     "(or the start of one)", hint="give a folder written by `stacklab train "
+                     "--out DIR` (its runs are not put in the store), or a run key")
 
 
 def _write_comparison(out: Path, entries, parser, preface: str = "") -> None:
@@ -263,6 +267,7 @@ def _write_comparison(out: Path, entries, parser, preface: str = "") -> None:
 def _cmd_compare(args, parser) -> int:
     from .lab.store import RunStore
 
+    args.runs = list(dict.fromkeys(args.runs))
     if len(args.runs) > 8:
         parser.error(f"compare takes at most 8 runs, not {len(args.runs)}")
     store = RunStore()
@@ -300,7 +305,11 @@ def _cmd_sweep(args, parser) -> int:
     from .serve.pool import JobPool
 
     seeds = _seeds(args.seeds, parser)
-    stacks = [(Path(path).stem, read_source(path, parser)) for path in args.stack]
+    if len(set(map(str, map(Path, args.stack)))) < len(args.stack):
+        parser.error("a --stack file is given twice")
+    stems = [Path(path).stem for path in args.stack]  # the label; the path when stems clash
+    stacks = [(stem if stems.count(stem) == 1 else str(path), read_source(path, parser))
+              for stem, path in zip(stems, args.stack)]
     base = _config(args)
     plan = [(label, source, dataclasses.replace(base, seed=seed))
             for label, source in stacks for seed in seeds]
@@ -314,7 +323,8 @@ def _cmd_sweep(args, parser) -> int:
             pool.check(source, config)  # every stack and setting checked before any training
         jobs = [pool.submit(f"sweep-{index}", source, config)
                 for index, (_, source, config) in enumerate(plan)]
-        bar = ProgressBar(f"sweep {len(stacks)} stacks x {len(seeds)} seeds", len(jobs))
+        bar = ProgressBar(f"sweep {len(stacks)} stack{'s' * (len(stacks) != 1)} x "
+                          f"{len(seeds)} seed{'s' * (len(seeds) != 1)}", len(jobs))
         shown = -1
         while shown < len(jobs):
             done = sum(not job.status.active for job in jobs)
@@ -392,9 +402,9 @@ def _cmd_explore(args, parser) -> int:
         parser.error(f"cannot create {args.out!r}: {err.strerror or err}")
     (out / "scores.json").write_text(json.dumps({"table": name, **scores}, indent=2) + "\n")
     (out / "report.html").write_text(table_report_html(name, scores, figures), encoding="utf-8")
-    print(f"{name} {list(table.shape)}: " + ", ".join(
-        f"{key} {value:.2f}" for key, value in scores.items() if isinstance(value, float)),
-        file=sys.stderr)
+    print(f"{name} {list(table.shape)}: " + (", ".join(
+        f"{key} {value:.2f}" for key, value in scores.items() if isinstance(value, float))
+        or "no score applies to a table this short"), file=sys.stderr)
     print(f"wrote {out / 'scores.json'}, {out / 'report.html'}", file=sys.stderr)
     return 0
 

@@ -128,7 +128,7 @@ def open_run(key: str, store: RunStore | None = None) -> Run:
     """The stored run of ``key`` (trained by the app, the Lab or a sweep), tensors and all;
     `StackError` when the store has no such run."""
     store = store or RunStore()
-    run = store.load(key)
+    run = store.load(store.find(key) or key)  # a whole key, or its first 8+ characters
     if run is None:
         raise StackError("E_VALUE", f"no run {str(key)[:40]!r} in the run store ({store.root})",
                          hint="copy the key from run=... of the app's link, or train it here")

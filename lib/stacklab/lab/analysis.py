@@ -229,15 +229,20 @@ def pca(table: torch.Tensor, k: int = 2, fit_rows: int | None = None) -> PCA:
     """Project the rows of ``table`` on the ``k`` leading principal components of its first
     ``fit_rows`` rows (default: all): fitted on the trained rows, the untrained ones do not
     bend the axes."""
-    table = table.detach().float()
+    table = table.detach().double()  # double: large rows do not overflow the SVD
     fitted = table[:fit_rows] if fit_rows else table
     mean = fitted.mean(0, keepdim=True)
-    _, s, v = torch.linalg.svd(fitted - mean, full_matrices=False)
+    try:
+        _, s, v = torch.linalg.svd(fitted - mean, full_matrices=False)
+    except RuntimeError as err:  # torch's LinAlgError: the SVD did not converge
+        raise StackError("E_VALUE", f"the principal components of the rows cannot be "
+                         f"computed ({str(err).splitlines()[0][:120]})",
+                         hint="check the table for extreme values") from None
     k = min(k, v.shape[0])
-    coords = (table - mean) @ v[:k].T  # (N, k)
+    coords = ((table - mean) @ v[:k].T).float()  # (N, k)
     variance = s.square()
     total = variance.sum()
-    explained = variance[:k] / total if total > 0 else torch.zeros(k)
+    explained = (variance[:k] / total).float() if total > 0 else torch.zeros(k)
     return PCA(coords=coords, explained=explained)
 
 
@@ -329,7 +334,8 @@ def length_generalization(run, lengths, size: int = 512) -> dict[str, dict]:
                 continue
             x, y = run.task.eval_set(int(length), size=size,
                                      device=next(model.parameters()).device)
-            per_position = _accuracy_per_position(model, x, y, run.config.batch_size)
+            per_position = _accuracy_per_position(model, x, y,
+                                                  run.config.eval_chunk(int(length)))
             entry = {"accuracy": round(per_position.mean().item(), 6),
                      "per_position": [round(v, 6) for v in per_position.tolist()]}
             if run.task.length_note and int(length) != run.config.seq_len:

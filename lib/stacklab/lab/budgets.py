@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from ..core.errors import StackError
 from ..core.network import Network
-from ..core.resolve import DEFAULT_BUDGET_BYTES
+from ..core.resolve import DEFAULT_BUDGET_BYTES, resolve
 from ..core.shapes import DTYPE_BYTES
 from .recorders import MAX_SNAPSHOTS, SNAPSHOT_ROWS
 from .settings import TrainConfig
@@ -63,6 +63,18 @@ class Budgets:
                 f"tables and statistics of its position tables, over the budget of "
                 f"{_size(self.kept_bytes)}",
                 hint="use a position table with fewer rows or a smaller dim, or fewer steps")
+        for length in config.lengths:  # evaluating at another length: one chunk at a time
+            longer = _at_length(network, length)
+            if longer is None:
+                continue  # past a table's capacity: reported as such, nothing allocated
+            chunk = config.eval_chunk(length)
+            need = longer.activation_elements(batch=1) * chunk * DTYPE_BYTES[network.dtype]
+            if need > self.activation_bytes:
+                raise StackError(
+                    "E_BUDGET", f"evaluating at length {length} would hold about "
+                    f"{_size(need)} of activations for {chunk} sequence"
+                    f"{'s' * (chunk != 1)}, over the budget of {_size(self.activation_bytes)}",
+                    hint="use shorter eval_lengths")
         flops, evaluations = run_flops(network, config)
         if flops > self.flops:
             raise StackError(
@@ -87,6 +99,14 @@ def kept_bytes(network: Network, config: TrainConfig) -> int:
             if any(later.spec.role == "attention" for later in network.nodes[index + 1:]):
                 total += 4 * snapshots * T * T
     return total
+
+
+def _at_length(network: Network, length: int) -> Network | None:
+    try:
+        return resolve(network.source, ["B", length], input_dtype=network.input_dtype,
+                       dtype=network.dtype)
+    except StackError:
+        return None
 
 
 def run_flops(network: Network, config: TrainConfig) -> tuple[float, int]:

@@ -61,7 +61,7 @@ def summary(run) -> dict:
         if "per_position" in entry:
             past = entry["per_position"][T:]
             lengths[length] = {"accuracy": entry["accuracy"],
-                               "past_T": sum(past) / len(past) if past else None}
+                               "past_T": round(sum(past) / len(past), 6) if past else None}
         else:
             lengths[length] = {"error": entry["error"]}
     return {"key": run.key, "task": run.task.name, "status": str(run.status),
@@ -90,11 +90,18 @@ def _figures(run) -> list[RunFigure]:
 
 def aligned(entries: Sequence[tuple[str, object]]) -> list[tuple[str, list[RunFigure | None]]]:
     """Figure by figure, in the catalog's order: ``(title, [each run's figure or None])``."""
-    drawn = [{figure.title: figure for figure in _figures(run)} for _, run in entries]
+    # a run without a table shows its attention by position under its own title: aligned
+    # with the other runs' map of the same name
+    drawn = [{figure.title.removesuffix(" (no table)"): figure for figure in _figures(run)}
+             for _, run in entries]
     order = [spec.title for spec in FIGURES]
     titles = [t for t in order if any(t in d for d in drawn)]
     titles += sorted({t for d in drawn for t in d} - set(titles))
     return [(title, [d.get(title) for d in drawn]) for title in titles]
+
+
+def _percent(value) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
 
 
 def _number(value, digits: int = 2) -> str:
@@ -110,14 +117,13 @@ def table_rows(entries: Sequence[tuple[str, object]]) -> list[dict[str, str]]:
         row = {"run": label, "encoding": found["encoding"], "task": found["task"],
                "T": str(found["seq_len"]),
                "seed": str(found["seed"]), "steps": str(found["steps"]),
-               "status": found["status"],
-               "accuracy": _number(found["final_accuracy"] and 100 * found["final_accuracy"], 1),
-               "pattern": (f"{pattern['name']} {_number(pattern['value'])} (init "
-                           f"{_number(pattern['init'])})" if pattern.get("name") else "—")}
+               "status": found["status"], "accuracy": _percent(found["final_accuracy"]),
+               "pattern": (f"{pattern['name'].replace('_', ' ')} {_number(pattern['value'])} "
+                           f"(init {_number(pattern['init'])})" if pattern.get("name") else "—")}
         for length, entry in found["length_generalization"].items():
             if int(length) > found["seq_len"]:  # positions past the trained length exist
-                row[f"past T at {length}"] = ("beyond capacity" if "error" in entry
-                                              else _number(entry["past_T"]))
+                row[f"accuracy past T at {length}"] = ("beyond capacity" if "error" in entry
+                                                       else _percent(entry["past_T"]))
         row["key"] = found["key"][:12]
         rows.append(row)
     return rows

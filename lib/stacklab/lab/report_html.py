@@ -93,7 +93,7 @@ def table_report_html(name: str, scores: dict, figures) -> str:
     """The report of a position table read from a file (`stacklab.lab.tables`): its scores
     and every figure that needs only the table."""
     esc = html.escape
-    rows = "".join(f"<tr><td>{esc(key)}</td><td>{esc(_shown(value))}</td></tr>"
+    rows = "".join(f"<tr><td>{esc(key.replace('_', ' '))}</td><td>{esc(_shown(value))}</td></tr>"
                    for key, value in scores.items() if key != "cosine_by_distance")
     parts = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
              f"<title>stacklab table: {esc(name)}</title>", f"<style>{STYLE}</style></head><body>",
@@ -106,4 +106,6 @@ def table_report_html(name: str, scores: dict, figures) -> str:
 
 
 def _shown(value) -> str:
+    if value is None:
+        return "— (too few rows)"
     return f"{value:.4f}" if isinstance(value, float) else str(value)

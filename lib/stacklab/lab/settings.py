@@ -218,6 +218,11 @@ class TrainConfig:
         """``eval_lengths`` as numbers."""
         return tuple(int(part) for part in self.eval_lengths.split(",") if part.strip())
 
+    def eval_chunk(self, length: int) -> int:
+        """Sequences evaluated at once at ``length`` (filled config): a training batch's
+        worth of attention scores, which grow as length², and at least one."""
+        return max(1, self.batch_size * self.seq_len ** 2 // length ** 2)
+
     def filled(self) -> "TrainConfig":
         """The config with the task's defaults filled in, every value checked (``E_ARG``)."""
         task = get_task(self.task)

@@ -101,6 +101,18 @@ class RunStore:
             return []
         return [p.name for p in sorted(found, key=_last_used)]
 
+    def find(self, prefix: str) -> str | None:
+        """The one stored key starting with ``prefix`` (8 or more hex digits, as the app and
+        the comparison tables show keys), or None (no match, or more than one)."""
+        prefix = str(prefix).strip().lower()
+        if is_key(prefix):
+            return prefix if prefix in self else None
+        if len(prefix) < 8 or len(prefix) > KEY_LENGTH or any(c not in "0123456789abcdef"
+                                                               for c in prefix):
+            return None
+        found = [key for key in self.keys() if key.startswith(prefix)]
+        return found[0] if len(found) == 1 else None
+
     def size(self) -> int:
         return sum(_folder_bytes(self.root / key) for key in self.keys())
 

@@ -34,6 +34,7 @@ from .figures.style import MAX_TABLE_ROWS
 
 MAX_FILE_BYTES = 256 << 20  # the largest file the CLI reads
 MAX_UPLOAD_BYTES = 16 << 20  # the largest the Explore page accepts (server.maxUploadSize)
+MAX_VALUE = 1e8  # larger values overflow float32 products of rows
 SCORED_ROWS = 1024  # rows the scores look at (the first ones): monotonicity grows as rows²
 
 
@@ -54,6 +55,9 @@ def read_table(path: str | Path, key: str | None = None, *, data: bytes | None =
                     "export only the position table, or fewer rows")
     suffix = Path(path).suffix.lower()
     if suffix == ".npy":
+        if key is not None:
+            raise _fail(name, f"a .npy file holds one array, so there is no tensor {key[:80]!r} "
+                        "to choose", "leave out --key for a .npy file")
         table = _read_npy(name, io.BytesIO(data) if data is not None else path)
     elif suffix == ".safetensors":
         table = _read_safetensors(path, name, key, data)
@@ -63,11 +67,15 @@ def read_table(path: str | Path, key: str | None = None, *, data: bytes | None =
     if table.dim() != 2 or table.shape[0] < 2 or table.shape[1] < 1:
         raise _fail(name, f"the table has shape {list(table.shape)}, not [rows, D] with 2 or "
                     "more rows", "give a 2-D position table such as GPT-2's wpe [1024, 768]")
-    table = table.float()
-    if not bool(torch.isfinite(table).all()):
+    if not bool(torch.isfinite(table.double()).all()):
         raise _fail(name, "the table holds non-finite values (nan or inf)",
                     "give a table of finite numbers")
-    return table
+    largest = table.double().abs().max().item()
+    if largest > MAX_VALUE:
+        raise _fail(name, f"the table holds values as large as {largest:.3g}: products of "
+                    "its rows overflow", f"scale it down (position tables hold values well "
+                    f"below {MAX_VALUE:g})")
+    return table.float()
 
 
 def _size(path, name: str) -> int:
@@ -79,6 +87,17 @@ def _size(path, name: str) -> int:
 
 
 def _read_npy(name: str, source) -> torch.Tensor:
+    try:
+        if isinstance(source, io.BytesIO):
+            head = source.getvalue()[:6]
+        else:
+            with open(source, "rb") as handle:
+                head = handle.read(6)
+    except OSError as err:
+        raise _fail(name, f"cannot read the file ({err.strerror or err})", "check the path") from None
+    if head != b"\x93NUMPY":
+        raise _fail(name, "is not a .npy file (it does not start with NumPy's header)",
+                    "save the table with np.save")
     try:
         array = np.load(source, allow_pickle=False)
     except ValueError as err:  # an object array needs pickle: refused
@@ -101,7 +120,11 @@ def _read_safetensors(path, name: str, key: str | None, data: bytes | None) -> t
             handle.write(data)
             handle.flush()
             return _read_safetensors(handle.name, name, key, None)
-    read_metadata(path, max_data_bytes=MAX_FILE_BYTES)  # size, header, offsets: before reading
+    try:
+        read_metadata(path, max_data_bytes=MAX_FILE_BYTES)  # size, header, offsets: first
+    except StackError as err:
+        raise _fail(name, err.message.split(": ", 1)[-1],
+                    "save the table with safetensors.torch.save_file") from None
     try:
         with safe_open(str(path), framework="pt") as handle:
             keys = list(handle.keys())

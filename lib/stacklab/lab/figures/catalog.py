@@ -94,6 +94,19 @@ class FigureContext:
         return analysis.attention_without_table(self.run)
 
     @property
+    def position_markers(self) -> str:
+        """What tells positions apart in a stack without a table, in words."""
+        name = self.without_table[0]
+        nodes = self.run.network.nodes
+        before = [n.op for n in nodes[:[n.name for n in nodes].index(name)] if n.op == "sin_pos"]
+        found = ["the sin_pos before the attention"] if before else []
+        if self.attention_position != "none":
+            found.append(f"position=\"{self.attention_position}\" inside it")
+        if self.run.model.get_submodule(name).causal:
+            found.append("the causal mask")
+        return " and ".join(found) if found else "nothing (so every position looks alike)"
+
+    @property
     def attention_position(self) -> str:
         name = self.without_table[0]
         return getattr(self.run.model.get_submodule(name), "position", "none")
@@ -241,11 +254,9 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec(
         "Attention by position alone (no table)",
         lambda ctx: "This stack has no learned position table, so each position gets its input "
-                    "averaged over held-out sequences: the tokens average out, and only what "
-                    "marks positions tells them apart (a sin_pos before the attention, "
-                    f"position=\"{ctx.attention_position}\" inside it"
-                    f"{', the causal mask' if ctx.run.model.get_submodule(ctx.without_table[0]).causal else ''}). "
-                    f"What to look for: {ctx.run.task.pattern}",
+                    "averaged over held-out sequences: the tokens average out, and only "
+                    f"{ctx.position_markers} can tell the positions apart. What to look for: "
+                    f"{ctx.run.task.pattern}",
         lambda ctx: positional_attention_heatmap(
             ctx.without_table[1], ctx.without_table[0],
             title=f"Attention by position alone in {ctx.without_table[0]} (position="
