@@ -127,3 +127,15 @@ def test_a_two_row_table_says_no_score_applies(tmp_path, cli):
     code, _, err = cli("explore", str(two), "--out", str(tmp_path / "x"))
     assert code == 0 and "no score applies to a table this short" in err
     assert "None" not in (tmp_path / "x" / "report.html").read_text().split("<section")[0]
+
+
+def test_rows_that_are_all_alike_have_no_scores_and_scale_does_not_matter():
+    from stacklab.lab import scores as S
+    from stacklab.lab.tables import table_figures
+
+    for table in (torch.zeros(16, 8), torch.ones(16, 8)):
+        found = table_scores(table)
+        assert found["translation_invariance"] is None and found["distance_rank"] is None
+        assert len(table_figures(table, "flat")) == 6  # drawn, without numbers
+    rows = torch.randn(32, 16, generator=torch.Generator().manual_seed(0))
+    assert S.position_probe_error(rows * 1e-30) == pytest.approx(S.position_probe_error(rows * 1e15))

@@ -80,7 +80,7 @@ def translation_invariance(rows: torch.Tensor) -> float:
     total = (dots[off] - dots[off].mean()).square().sum().item()
     within = sum((dots.diagonal(m) - dots.diagonal(m).mean()).square().sum().item()
                  for m in range(-(T - 1), T) if m != 0)
-    return 1.0 - within / total if total > 0 else 1.0
+    return 1.0 - within / total if total > 0 else float("nan")  # all alike: nothing to explain
 
 
 def monotonicity(rows: torch.Tensor) -> float:
@@ -116,6 +116,9 @@ def position_probe_error(rows: torch.Tensor) -> float:
     T = rows.shape[0]
     if T < 4:
         return float("nan")
+    scale = rows.std()
+    if scale > 0:
+        rows = rows / scale  # the same table at any scale gets the same probe
     index = torch.arange(T, dtype=torch.double)
     features = torch.cat([rows, torch.ones(T, 1, dtype=torch.double)], dim=1)  # (T, D+1)
     train, test = features[0::2], features[1::2]

@@ -171,8 +171,10 @@ def table_scores(table: torch.Tensor, rows: int | None = None) -> dict:
     rows = min(rows or table.shape[0], SCORED_ROWS, table.shape[0])
     part = table[:rows]
     found = analysis.rows_scores(part)
-    found["distance_rank"] = analysis._finite(S.distance_rank(part))
-    found["sinusoid_resemblance"] = analysis._finite(sinusoidal_resemblance(part))
+    alike = found["monotonicity"] is None and rows >= 2  # the rows are all the same
+    found["distance_rank"] = None if alike else analysis._finite(S.distance_rank(part))
+    found["sinusoid_resemblance"] = (None if alike else
+                                     analysis._finite(sinusoidal_resemblance(part)))
     found["rows_scored"] = rows
     found["shape"] = list(table.shape)
     return found

@@ -79,9 +79,8 @@ def query_key_heatmap(run, node: str) -> go.Figure | None:
 def positional_attention_heatmap(weights, node: str, title: str | None = None) -> go.Figure:
     """The attention-by-position map (``[T, T]``, rows sum to 1) of ``node``'s rows."""
     return _probability_heatmap(
-        weights, title or f"Attention by position alone: {node}'s rows through the ops before "
-                          f"the attention and its query and key, first T = {weights.shape[0]} "
-                          "positions", "attention weight")
+        weights, title or f"Attention by position alone: {node}'s rows, T = {weights.shape[0]}",
+        "attention weight")
 
 
 def attention_heatmap(weights, sequences: int) -> go.Figure:
