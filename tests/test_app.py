@@ -370,3 +370,21 @@ def test_a_compare_link_preloads_stored_runs_side_by_side():
     assert at.multiselect(key="compare_pick").value == [rope.key, learned.key]
     at.multiselect(key="compare_pick").unselect(rope.key).run()
     assert list(at.dataframe[0].value["encoding"]) == ["pos_embed"]
+
+
+def test_a_rope_stack_with_eval_lengths_trains_from_the_train_page():
+    rope = ('embedding(16, 64)\nattention(4, causal=true, position="rope")\nlayer_norm()\n'
+            "linear(16)")
+    at = app(stack=rope, input="B,16", input_dtype="int64", task="shift", seq_len="16",
+             steps="60")
+    at.switch_page("views/train.py").run()
+    at.text_input(key="train_eval_lengths").input("32, 16").run()
+    assert "32" in str(at.query_params["eval_lengths"])  # in the link
+    at.button(key="train_train").click().run()
+    assert wait_for_run(at) == "finished"
+    at.switch_page("views/explore.py").run()
+    assert not at.exception
+    titles = [s.value for s in at.subheader]
+    assert "Length generalization" in titles and "Attention score by offset" in titles
+    scores = " ".join(m.value for m in at.markdown)
+    assert "length 32" in scores and "partner attention" in scores
