@@ -195,11 +195,7 @@ def _cmd_train(args, parser) -> int:
 
     source = read_source(args.file, parser) if args.file is not None else None
     trainer = Trainer(source, _config(args))
-    out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        parser.error(f"cannot create {args.out!r}: {err.strerror or err}")
+    out = _out_dir(args.out, parser)
     bar = ProgressBar(f"{trainer.task.name} T={trainer.config.seq_len}", trainer.config.steps)
     trainer.add_callback("on_batch_end", bar.update)
     trainer.add_callback("on_eval", lambda run: bar.update(run, force=True))  # fresh accuracy
@@ -233,6 +229,16 @@ def _cmd_train(args, parser) -> int:
     return 0
 
 
+def _out_dir(path, parser) -> Path:
+    """The output folder ``path``, made if needed; a usage error when it cannot be."""
+    out = Path(path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        parser.error(f"cannot create {str(path)!r}: {err.strerror or err}")
+    return out
+
+
 def _open_run(text: str, store):
     """A `StoredRun` from a folder or a run key."""
     from .lab.keys import is_key
@@ -255,10 +261,7 @@ def _open_run(text: str, store):
 def _write_comparison(out: Path, entries, parser, preface: str = "") -> None:
     from .lab.compare import comparison, comparison_html
 
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        parser.error(f"cannot create {str(out)!r}: {err.strerror or err}")
+    _out_dir(out, parser)
     (out / "comparison.json").write_text(json.dumps(comparison(entries), indent=2) + "\n")
     (out / "comparison.html").write_text(comparison_html(entries, preface=preface),
                                          encoding="utf-8")
@@ -358,10 +361,7 @@ def _cmd_sweep(args, parser) -> int:
         if config.seed == seeds[0]:
             entries.append((f"{label} (seed {config.seed})", job.run))
     columns = list(dict.fromkeys(name for row in rows for name in row))
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        parser.error(f"cannot create {str(out)!r}: {err.strerror or err}")
+    _out_dir(out, parser)
     with open(out / "results.csv", "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
@@ -395,11 +395,7 @@ def _cmd_explore(args, parser) -> int:
     name = args.key or Path(args.file).stem
     scores = table_scores(table, args.rows)
     figures = table_figures(table, name, args.rows)
-    out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        parser.error(f"cannot create {args.out!r}: {err.strerror or err}")
+    out = _out_dir(args.out, parser)
     (out / "scores.json").write_text(json.dumps({"table": name, **scores}, indent=2) + "\n")
     (out / "report.html").write_text(table_report_html(name, scores, figures), encoding="utf-8")
     print(f"{name} {list(table.shape)}: " + (", ".join(

@@ -54,11 +54,14 @@ class LiveFigures:
         self._handles = None
         self._drawn = 0.0
 
+    def callbacks(self) -> dict:
+        """``{event: callback}`` for `Trainer.add_callback` (or ``train(callbacks=...)``)."""
+        return {"on_start": self.on_start, "on_batch_end": self.on_batch_end,
+                "on_eval": self.on_eval, "on_end": self.on_end}
+
     def attach(self, trainer: Trainer) -> None:
-        trainer.add_callback("on_start", self.on_start)
-        trainer.add_callback("on_batch_end", self.on_batch_end)
-        trainer.add_callback("on_eval", self.on_eval)
-        trainer.add_callback("on_end", self.on_end)
+        for event, fn in self.callbacks().items():
+            trainer.add_callback(event, fn)
 
     def on_start(self, run: Run) -> None:
         from tqdm.auto import tqdm  # the notebook bar in Jupyter
@@ -113,15 +116,13 @@ def train(source: str | None = None, *, live: bool = False, **settings) -> Run:
     """`stacklab.lab.trainer.train`; in Jupyter with a progress bar, and with ``live=True``
     the curves and the task's pattern figure updating in place as it trains. Outside
     Jupyter ``live`` changes nothing."""
-    if not in_jupyter():
-        return _train(source, **settings)
-    callbacks = settings.pop("callbacks", {})
-    trainer = Trainer(source, TrainConfig(**settings))
-    LiveFigures(figures=live).attach(trainer)
-    for event, fns in callbacks.items():
-        for fn in fns if isinstance(fns, (list, tuple)) else [fns]:
-            trainer.add_callback(event, fn)
-    return trainer.run()
+    if in_jupyter():
+        given = settings.pop("callbacks", {})
+        callbacks = {event: [fn] for event, fn in LiveFigures(figures=live).callbacks().items()}
+        for event, fns in given.items():
+            callbacks.setdefault(event, []).extend(fns if isinstance(fns, (list, tuple)) else [fns])
+        settings["callbacks"] = callbacks
+    return _train(source, **settings)
 
 
 def open_run(key: str, store: RunStore | None = None) -> Run:

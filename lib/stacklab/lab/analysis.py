@@ -156,21 +156,26 @@ def _model_and_length(run_or_model, T: int | None):
     return run_or_model, T
 
 
-def _mean_attention_input(run, attention) -> torch.Tensor:
-    """The input the attention gets at each position, averaged over held-out sequences:
-    ``[T, D]``. The tokens average out; what a position op added before the attention
-    (a fixed ``sin_pos``) stays."""
+def _attention_input(run, attention, size: int = 256) -> torch.Tensor:
+    """What ``attention`` gets as input on held-out sequences: ``[N, T, D]``, N at most one
+    training batch (``size`` or fewer, so no more memory than a training step)."""
     captured = {}
     hook = attention.register_forward_pre_hook(lambda _, args: captured.setdefault("x", args[0]))
-    size = min(256, run.config.batch_size)
-    x, _ = run.task.eval_set(run.config.seq_len, size=size,
+    x, _ = run.task.eval_set(run.config.seq_len, size=min(size, run.config.batch_size),
                              device=next(run.model.parameters()).device)
     try:
         with torch.no_grad(), evaluating(run.model):
             run.model(x)
     finally:
         hook.remove()
-    return captured["x"].mean(0)  # (T, D)
+    return captured["x"]
+
+
+def _mean_attention_input(run, attention) -> torch.Tensor:
+    """The input the attention gets at each position, averaged over held-out sequences:
+    ``[T, D]``. The tokens average out; what a position op added before the attention
+    (a fixed ``sin_pos``) stays."""
+    return _attention_input(run, attention).mean(0)  # (T, D)
 
 
 def attention_without_table(run) -> tuple[str, torch.Tensor, torch.Tensor] | None:
@@ -203,18 +208,10 @@ def attention_map(run, node: str | None = None, size: int = 256) -> tuple[torch.
     if found is None:
         return None
     _, attention = found
-    captured = {}
-    hook = attention.register_forward_pre_hook(lambda _, args: captured.setdefault("x", args[0]))
-    size = min(size, run.config.batch_size)  # no more memory than a training step
-    x, _ = run.task.eval_set(run.config.seq_len, size=size,
-                             device=next(run.model.parameters()).device)
-    try:
-        with torch.no_grad(), evaluating(run.model):
-            run.model(x)
-            weights = attention.weights(captured["x"])  # (N, H, T, T)
-    finally:
-        hook.remove()
-    return weights.mean((0, 1)).float().cpu(), size
+    x = _attention_input(run, attention, size)
+    with torch.no_grad(), evaluating(run.model):
+        weights = attention.weights(x)  # (N, H, T, T)
+    return weights.mean((0, 1)).float().cpu(), x.shape[0]
 
 
 @dataclass(frozen=True)
@@ -299,18 +296,11 @@ def length_probe(run, probe_len: int | None = None, size: int = 512) -> LengthPr
     if probe_len is None:
         capacity = [run.model.get_submodule(n).max_len for n in run.position_nodes] or [2 * T]
         probe_len = min(min(capacity), 2 * T)
-    network = resolve(run.network.source, ["B", probe_len], input_dtype="int64",
-                      dtype=run.network.dtype)
-    model = run.model
-    original = model.network
-    model.use_network(network)
-    try:
-        x, y = task.eval_set(probe_len, size=size, device=next(model.parameters()).device)
-        accuracy = _accuracy_per_position(model, x, y, run.config.batch_size)
-        with _tables_at(model, run.initial_tables):
-            baseline = _accuracy_per_position(model, x, y, run.config.batch_size)
-    finally:
-        model.use_network(original)
+    with _at_length(run, probe_len, size) as (x, y):
+        chunk = run.config.eval_chunk(probe_len)
+        accuracy = _accuracy_per_position(run.model, x, y, chunk)
+        with _tables_at(run.model, run.initial_tables):
+            baseline = _accuracy_per_position(run.model, x, y, chunk)
     return LengthProbe(trained_len=T, probe_len=probe_len, accuracy=accuracy, baseline=baseline)
 
 
@@ -320,30 +310,37 @@ def length_generalization(run, lengths, size: int = 512) -> dict[str, dict]:
     cannot take (past a table's ``max_len``, or a stack whose shapes need the trained
     length) gets ``{"error": why}`` instead; a task whose labels change with the length
     adds its ``note``. The model comes back as it was."""
+    found: dict[str, dict] = {}
+    for length in map(int, lengths):
+        try:
+            with _at_length(run, length, size) as (x, y):
+                per_position = _accuracy_per_position(run.model, x, y,
+                                                      run.config.eval_chunk(length))
+        except StackError as err:  # the stack cannot take this length
+            found[str(length)] = {"error": err.message}
+            continue
+        entry = {"accuracy": round(per_position.mean().item(), 6),
+                 "per_position": [round(v, 6) for v in per_position.tolist()]}
+        if run.task.length_note and length != run.config.seq_len:
+            entry["note"] = run.task.length_note
+        found[str(length)] = entry
+    return found
+
+
+@contextlib.contextmanager
+def _at_length(run, length: int, size: int):
+    """Inside the block, ``run.model`` serves sequences of ``length`` (the stack re-resolved
+    for it; `StackError` when it cannot be), and the block gets that length's held-out
+    ``(x, y)``; after it, the model serves the trained length again."""
+    network = resolve(run.network.source, ["B", length], input_dtype="int64",
+                      dtype=run.network.dtype)
     model = run.model
     original = model.network
-    found: dict[str, dict] = {}
+    model.use_network(network)
     try:
-        for length in lengths:
-            try:
-                network = resolve(run.network.source, ["B", int(length)], input_dtype="int64",
-                                  dtype=run.network.dtype)
-                model.use_network(network)
-            except StackError as err:
-                found[str(length)] = {"error": err.message}
-                continue
-            x, y = run.task.eval_set(int(length), size=size,
-                                     device=next(model.parameters()).device)
-            per_position = _accuracy_per_position(model, x, y,
-                                                  run.config.eval_chunk(int(length)))
-            entry = {"accuracy": round(per_position.mean().item(), 6),
-                     "per_position": [round(v, 6) for v in per_position.tolist()]}
-            if run.task.length_note and int(length) != run.config.seq_len:
-                entry["note"] = run.task.length_note
-            found[str(length)] = entry
+        yield run.task.eval_set(length, size=size, device=next(model.parameters()).device)
     finally:
         model.use_network(original)
-    return found
 
 
 def _accuracy_per_position(model, x: torch.Tensor, y: torch.Tensor, chunk: int) -> torch.Tensor:

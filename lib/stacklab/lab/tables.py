@@ -16,7 +16,9 @@ with ``allow_pickle=False``.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -112,37 +114,51 @@ def _read_npy(name: str, source) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32))
 
 
-def _read_safetensors(path, name: str, key: str | None, data: bytes | None) -> torch.Tensor:
-    if data is not None:  # an upload: checked and read from memory, never written anywhere
-        import tempfile
+SAVE_HINT = "save the table with safetensors.torch.save_file"
 
+
+@contextlib.contextmanager
+def _safetensors(path, name: str, data: bytes | None, max_bytes: int):
+    """The safetensors file at ``path`` (or in ``data``, an upload, put in a temporary file
+    that goes with the block), its header checked first, opened for reading; any damage is
+    a `StackError` naming ``name``."""
+    if data is not None:
         with tempfile.NamedTemporaryFile(suffix=".safetensors") as handle:
             handle.write(data)
             handle.flush()
-            return _read_safetensors(handle.name, name, key, None)
+            with _safetensors(handle.name, name, None, max_bytes) as opened:
+                yield opened
+        return
     try:
-        read_metadata(path, max_data_bytes=MAX_FILE_BYTES)  # size, header, offsets: first
+        read_metadata(path, max_data_bytes=max_bytes)  # size, header, offsets: first
     except StackError as err:
-        raise _fail(name, err.message.split(": ", 1)[-1],
-                    "save the table with safetensors.torch.save_file") from None
+        raise _fail(name, err.message.split(": ", 1)[-1], SAVE_HINT) from None
     try:
-        with safe_open(str(path), framework="pt") as handle:
-            keys = list(handle.keys())
-            if key is None:
-                if len(keys) != 1:
-                    raise _fail(name, f"holds {len(keys)} tensors ({', '.join(keys[:8])}); "
-                                "which one is the table?", "name it with --key, e.g. --key "
-                                + (keys[0] if keys else "wpe"))
-                key = keys[0]
-            if key not in keys:
-                raise _fail(name, f"has no tensor {key[:80]!r}",
-                            "its tensors: " + (", ".join(keys[:12]) or "none"))
-            return handle.get_tensor(key)
-    except StackError:
-        raise
+        opened = safe_open(str(path), framework="pt")
     except Exception as err:  # safetensors raises its own error types for corrupt files
         raise _fail(name, f"not a valid safetensors file ({type(err).__name__})",
-                    "save the table with safetensors.torch.save_file") from None
+                    SAVE_HINT) from None
+    with opened:
+        yield opened
+
+
+def _read_safetensors(path, name: str, key: str | None, data: bytes | None) -> torch.Tensor:
+    with _safetensors(path, name, data, MAX_FILE_BYTES) as handle:
+        keys = list(handle.keys())
+        if key is None:
+            if len(keys) != 1:
+                raise _fail(name, f"holds {len(keys)} tensors ({', '.join(keys[:8])}); "
+                            "which one is the table?", "name it with --key, e.g. --key "
+                            + (keys[0] if keys else "wpe"))
+            key = keys[0]
+        if key not in keys:
+            raise _fail(name, f"has no tensor {key[:80]!r}",
+                        "its tensors: " + (", ".join(keys[:12]) or "none"))
+        try:
+            return handle.get_tensor(key)
+        except Exception as err:  # noqa: BLE001 - a damaged tensor raises its own types
+            raise _fail(name, f"the tensor {key[:80]!r} cannot be read "
+                        f"({type(err).__name__})", SAVE_HINT) from None
 
 
 def tensor_names(data: bytes, name: str) -> list[str]:
@@ -150,18 +166,8 @@ def tensor_names(data: bytes, name: str) -> list[str]:
     position table), after checking its header; [] for a ``.npy`` file."""
     if not name.lower().endswith(".safetensors"):
         return []
-    import tempfile
-
-    with tempfile.NamedTemporaryFile(suffix=".safetensors") as handle:
-        handle.write(data)
-        handle.flush()
-        read_metadata(handle.name, max_data_bytes=MAX_UPLOAD_BYTES)
-        try:
-            with safe_open(handle.name, framework="pt") as opened:
-                return [key for key in opened.keys() if len(opened.get_slice(key).get_shape()) == 2]
-        except Exception as err:  # noqa: BLE001 - corrupt files raise their own types
-            raise _fail(name, f"not a valid safetensors file ({type(err).__name__})",
-                        "save the table with safetensors.torch.save_file") from None
+    with _safetensors(name, name, data, MAX_UPLOAD_BYTES) as handle:
+        return [key for key in handle.keys() if len(handle.get_slice(key).get_shape()) == 2]
 
 
 def table_scores(table: torch.Tensor, rows: int | None = None) -> dict:
