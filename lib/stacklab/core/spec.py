@@ -189,6 +189,10 @@ class OpSpec:
     # activation estimate of `Network.activation_elements`).
     scratch: Callable[[Mapping[str, object]], int] | None = None
     role: str | None = None  # one of `ROLES`, or None
+    # The position encoding a node of this op brings, named as the lab compares encodings
+    # ("pos_embed", "sin_pos", "rope"), from its arguments; None: it marks no positions.
+    encodes_positions: Callable[[Mapping[str, object]], str | None] | None = None
+    merges_positions: bool = False  # the output no longer has a position axis (a pooling)
     # Floating-point operations per position of one forward pass (for the run's FLOP
     # budget); None: two per parameter, as a matrix product costs.
     flops: Callable[[Mapping[str, object]], int] | None = None

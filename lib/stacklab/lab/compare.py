@@ -36,9 +36,10 @@ table.runs td, table.runs th { padding: 0.2em 0.8em; text-align: left; border-bo
 def encoding(network) -> str:
     """The position encodings of a stack in a word or two: "pos_embed", "sin_pos",
     "rope", "pos_embed + alibi", or "none"."""
-    found = [node.op for node in network.nodes if node.op in ("pos_embed", "sin_pos")]
-    found += [node.args["position"] for node in network.nodes
-              if node.op == "attention" and node.args.get("position", "none") != "none"]
+    # what is added to the input first, then what attention layers do inside
+    nodes = sorted((node for node in network.nodes if node.spec.encodes_positions is not None),
+                   key=lambda node: node.spec.role == "attention")
+    found = filter(None, (node.spec.encodes_positions(node.args) for node in nodes))
     return " + ".join(dict.fromkeys(found)) or "none"
 
 

@@ -78,8 +78,8 @@ def fit_network(source: str, task: Task, seq_len: int, *, dtype: str = "float32"
             message = (f"task {task.name} predicts a class at every position: the output must "
                        f"be [B, {seq_len}, {classes}], but the stack gives "
                        f"[{', '.join(map(str, network.output_shape))}]")
-            pooled = any(node.op == "mean_pool" for node in network.nodes)
-            hint = ("remove mean_pool(), which merges the positions, and end with "
+            pooled = next((node for node in network.nodes if node.spec.merges_positions), None)
+            hint = (f"remove {pooled.op}(), which merges the positions, and end with "
                     f"linear({classes})" if pooled else f"end the stack with linear({classes})")
         raise last.call.error("E_SHAPE", message, node=last.name, hint=hint)
     return network

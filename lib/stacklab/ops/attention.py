@@ -216,6 +216,7 @@ SPEC = register(OpSpec(
     # T stands for the symbol when it is not known.
     scratch=lambda env: (4 * _known(env["T"]) * env["D"] + 2 * env["heads"] * _known(env["T"]) ** 2),
     role="attention",
+    encodes_positions=lambda args: None if args["position"] == "none" else args["position"],
     # the four projections, then scores and the mix against every position (T unknown: 1),
     # the rotation of q and k, or a bias per head and key
     flops=lambda env: (8 * env["D"] ** 2 + 4 * _known(env["T"]) * env["D"]

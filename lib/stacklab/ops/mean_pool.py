@@ -31,6 +31,7 @@ SPEC = register(OpSpec(
     outputs=(output_port("out[B, D]"),),
     relation="out[b, :] == mean(x[b, :, :], over T)",
     args=(),
+    merges_positions=True,
     module=lambda env, dtype: MeanPool(),
     torch_code=lambda env: "MeanPool()",
     torch_source=(MeanPool,),

@@ -76,6 +76,7 @@ SPEC = register(OpSpec(
     flops=lambda env: env["D"],  # one add per feature
     torch_code=lambda env: f"PosEmbed({env['max_len']}, {env['D']})",
     torch_source=(PosEmbed,),
+    encodes_positions=lambda args: "pos_embed",
     module=lambda env, dtype: PosEmbed(env["max_len"], env["D"], COMPUTE_DTYPES[dtype]),
     examples=(
         Example("Positions 0..5 of the table are added; rows 6..63 stay unused.",

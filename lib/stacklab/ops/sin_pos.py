@@ -72,6 +72,7 @@ SPEC = register(OpSpec(
         message="the sequence has T={T} positions but sin_pos({max_len}) allows only {max_len}",
         hint="use sin_pos({T}) or more, or a shorter input",
     ),),
+    encodes_positions=lambda args: "sin_pos",
     module=lambda env, dtype: SinPos(env["max_len"]),
     torch_code=lambda env: f"SinPos({env['max_len']})",
     torch_source=(sinusoidal_table, SinPos),

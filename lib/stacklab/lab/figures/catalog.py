@@ -98,8 +98,10 @@ class FigureContext:
         """What tells positions apart in a stack without a table, in words."""
         name = self.without_table[0]
         nodes = self.run.network.nodes
-        before = [n.op for n in nodes[:[n.name for n in nodes].index(name)] if n.op == "sin_pos"]
-        found = ["the sin_pos before the attention"] if before else []
+        earlier = nodes[:[n.name for n in nodes].index(name)]
+        before = [n.op for n in earlier if n.spec.encodes_positions is not None
+                  and n.spec.role != "position_table" and n.spec.encodes_positions(n.args)]
+        found = [f"the {op} before the attention" for op in dict.fromkeys(before)]
         if self.attention_position != "none":
             found.append(f"position=\"{self.attention_position}\" inside it")
         if self.run.model.get_submodule(name).causal:
