@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stacklab import Network, StackError, resolve
+from stacklab.core.errors import CODES
 from stacklab.core.spec import catalog
 
 OPS = sorted(catalog())
@@ -86,7 +87,9 @@ def check(source, shape, input_dtype):
     try:
         network = resolve(source, shape, input_dtype=input_dtype)
     except StackError as err:
-        assert err.code and err.hint is not None and str(err)
+        # every error teaches: a known code, a message and a fix (hint is "" when missing)
+        assert err.code in CODES and err.message.strip() and err.hint.strip(), repr(err)
+        assert str(err)
         return
     assert isinstance(network, Network)
     json.dumps(network.to_dict())

@@ -196,61 +196,55 @@ def _scan(line_text: str, number: int) -> list[_Token]:
     return tokens
 
 
-def _parse_line(tokens: list[_Token], line_text: str, number: int) -> Call:
-    """``[name =] op ( [arg {, arg} [,]] )`` with positional arguments before keywords."""
-    tokens.append(_Token("end", "", tokens[-1].end_col, tokens[-1].end_col))
-    pos = 0
+class _Cursor:
+    """The tokens of one line and the place the parser has reached in them."""
 
-    def expect(kind: str, text: str | None, what: str) -> _Token:
-        nonlocal pos
-        token = tokens[pos]
+    def __init__(self, tokens: list[_Token], line_text: str, number: int):
+        self.tokens = tokens + [_Token("end", "", tokens[-1].end_col, tokens[-1].end_col)]
+        self.line_text, self.number, self.pos = line_text, number, 0
+
+    @property
+    def token(self) -> _Token:
+        return self.tokens[self.pos]
+
+    def at(self, text: str, ahead: int = 0) -> bool:
+        """Whether the token ``ahead`` of the current one is the punctuation ``text``."""
+        token = self.tokens[self.pos + ahead]
+        return token.kind == "punct" and token.text == text
+
+    def fail(self, message: str, token: _Token, hint: str | None = None) -> StackError:
+        """An ``E_PARSE`` error under ``token``; without a hint, the usual example call."""
+        width = token.end_col - token.col
+        if hint is None:
+            return _fail(message, self.line_text, self.number, token.col, width)
+        return _fail(message, self.line_text, self.number, token.col, width, hint=hint)
+
+    def expect(self, kind: str, text: str | None, what: str) -> _Token:
+        token = self.token
         if token.kind != kind or (text is not None and token.text != text):
             found = "the end of the line" if token.kind == "end" else repr(token.text)
-            raise _fail(f"expected {what}, found {found}", line_text, number, token.col,
-                        token.end_col - token.col)
-        pos += 1
+            raise self.fail(f"expected {what}, found {found}", token)
+        self.pos += 1
         return token
 
+
+def _parse_line(tokens: list[_Token], line_text: str, number: int) -> Call:
+    """``[name =] op ( [arg {, arg} [,]] )`` with positional arguments before keywords."""
+    cursor = _Cursor(tokens, line_text, number)
     name = name_span = None
-    if tokens[0].kind == "name" and tokens[1].kind == "punct" and tokens[1].text == "=":
-        name = tokens[0].text
-        name_span = Span(number, tokens[0].col, tokens[0].end_col)
-        pos = 2
-    op = expect("name", None, "an op name")
+    if cursor.token.kind == "name" and cursor.at("=", ahead=1):
+        name = cursor.token.text
+        name_span = Span(number, cursor.token.col, cursor.token.end_col)
+        cursor.pos = 2
+    op = cursor.expect("name", None, "an op name")
     if op.text in _BOOLS:
-        raise _fail(f"{op.text!r} is a value, not an op", line_text, number, op.col,
-                    len(op.text))
-    expect("punct", "(", f"'(' after {op.text!r}")
-    args: list[Argument] = []
-    seen_keyword = False
-    while not (tokens[pos].kind == "punct" and tokens[pos].text == ")"):
-        start = tokens[pos]
-        if start.kind == "end":
-            expect("punct", ")", "')'")
-        key = None
-        if start.kind == "name" and tokens[pos + 1].text == "=" and tokens[pos + 1].kind == "punct":
-            key = start.text
-            pos += 2
-            seen_keyword = True
-        elif seen_keyword:
-            raise _fail("a positional argument follows a keyword argument", line_text, number,
-                        start.col, start.end_col - start.col,
-                        hint="put positional arguments first, then key=value arguments")
-        value, pos = _parse_value(tokens, pos, line_text, number)
-        args.append(Argument(key, value, Span(number, start.col, value.span.end_col)))
-        if len(args) > MAX_ARGS:
-            raise _fail(f"a call with more than {MAX_ARGS} arguments", line_text, number,
-                        start.col, hint="no op takes that many; see `stacklab ops`")
-        if tokens[pos].kind == "punct" and tokens[pos].text == ",":
-            pos += 1
-        elif not (tokens[pos].kind == "punct" and tokens[pos].text == ")"):
-            expect("punct", ")", "',' or ')'")
-    close = expect("punct", ")", "')'")
-    if tokens[pos].kind != "end":
-        extra = tokens[pos]
-        raise _fail(f"unexpected {extra.text!r} after the call", line_text, number, extra.col,
-                    extra.end_col - extra.col,
-                    hint="put one op call per line; start a comment with #")
+        raise cursor.fail(f"{op.text!r} is a value, not an op", op)
+    cursor.expect("punct", "(", f"'(' after {op.text!r}")
+    args = _parse_arguments(cursor)
+    close = cursor.expect("punct", ")", "')'")
+    if cursor.token.kind != "end":
+        raise cursor.fail(f"unexpected {cursor.token.text!r} after the call", cursor.token,
+                          hint="put one op call per line; start a comment with #")
     first_col = name_span.col if name_span else op.col
     return Call(
         name=name,
@@ -261,6 +255,35 @@ def _parse_line(tokens: list[_Token], line_text: str, number: int) -> Call:
         name_span=name_span,
         line_text=line_text,
     )
+
+
+def _parse_arguments(cursor: _Cursor) -> list[Argument]:
+    """The arguments up to the closing ``)`` (left for the caller), keywords last."""
+    args: list[Argument] = []
+    seen_keyword = False
+    while not cursor.at(")"):
+        start = cursor.token
+        if start.kind == "end":
+            cursor.expect("punct", ")", "')'")
+        key = None
+        if start.kind == "name" and cursor.at("=", ahead=1):
+            key = start.text
+            cursor.pos += 2
+            seen_keyword = True
+        elif seen_keyword:
+            raise cursor.fail("a positional argument follows a keyword argument", start,
+                              hint="put positional arguments first, then key=value arguments")
+        value, cursor.pos = _parse_value(cursor.tokens, cursor.pos, cursor.line_text,
+                                         cursor.number)
+        args.append(Argument(key, value, Span(cursor.number, start.col, value.span.end_col)))
+        if len(args) > MAX_ARGS:
+            raise _fail(f"a call with more than {MAX_ARGS} arguments", cursor.line_text,
+                        cursor.number, start.col, hint="no op takes that many; see `stacklab ops`")
+        if cursor.at(","):
+            cursor.pos += 1
+        elif not cursor.at(")"):
+            cursor.expect("punct", ")", "',' or ')'")
+    return args
 
 
 def _parse_value(tokens: list[_Token], pos: int, line_text: str, number: int) -> tuple[Value, int]:
@@ -323,11 +346,21 @@ def _unescape(token: _Token, line_text: str, number: int) -> str:
     return "".join(out)
 
 
+def default_node_name(index: int) -> str:
+    """The name of an unnamed node: its 0-based line index, ``n0``, ``n1``, …"""
+    return f"n{index}"
+
+
+def node_name(call: Call, index: int) -> str:
+    """The name of the node that ``call``, on line ``index`` of the stack, makes."""
+    return call.name if call.name is not None else default_node_name(index)
+
+
 def _check_names(calls: list[Call]) -> None:
     """Node names are unique, and unnamed nodes take ``n{index}``, so those may not clash."""
     used: dict[str, int] = {}
     for index, call in enumerate(calls):
-        name = call.name if call.name is not None else f"n{index}"
+        name = node_name(call, index)
         if name in used:
             first = used[name] + 1
             where = call.name_span or call.op_span

@@ -15,13 +15,13 @@ class Requirement:
     """A constraint on a symbolic dim, kept for run time: ``T <= 32`` or ``T % 4 == 0``."""
 
     dim: str
-    op: str  # the constraint's operator: "<=" or "divides"
+    operator: str  # "<=" or "divides"
     bound: int
     node: str
 
     @property
     def text(self) -> str:
-        return constraint_text(self.dim, self.op, self.bound)
+        return constraint_text(self.dim, self.operator, self.bound)
 
 
 @dataclass(frozen=True)

@@ -23,38 +23,12 @@ def propagate(bound, shape: Shape, input_dtype: str, dtype: str):
     requires: dict[tuple, Requirement] = {}  # one "<=" per dim (the tightest); each divisor
     current, current_dtype = shape, input_dtype
     for index, name, spec, args, call in bound:
-        port = spec.inputs[0]
-        _check_dtype(spec, port.dtype, current_dtype, call, name)
-        binding = port.pattern.bind(current)
-        if binding is None:
-            raise _shape_mismatch(spec, current, call, name, nodes[-1] if nodes else None)
-        for dim_name in spec.static:
-            if isinstance(binding[dim_name], str):
-                raise call.error(
-                    "E_SHAPE", f"{spec.name} needs the size of {dim_name} in "
-                    f"{port.pattern} to size its parameters, but it is the symbol "
-                    f"{binding[dim_name]!r}", node=name,
-                    hint="give that dim as a number in the input shape, e.g. "
-                         + format_shape(tuple(16 if d == binding[dim_name] else d for d in shape)))
-        env = {k: v for k, v in binding.items() if k != "..."}
-        env.update(args)
-        for constraint in spec.constraints:
-            if not constraint.applies(args):
-                continue
-            dim, limit = env[constraint.dim], constraint.bound(args)
-            if isinstance(dim, str):
-                key = (dim, "<=") if constraint.op == "<=" else (dim, constraint.op, limit)
-                kept = requires.get(key)
-                if kept is None or limit < kept.bound:
-                    requires[key] = Requirement(dim, constraint.op, limit, name)
-            elif not constraint.holds(dim, limit):
-                raise call.error("E_CONSTRAINT", constraint.message.format(**env), node=name,
-                                 hint=constraint.hint.format(**env))
-        lookup = dict(binding)
-        lookup.update({dim: args[arg] for dim, arg in spec.dim_args.items()})
-        lookup.update(args)
-        out_port = spec.outputs[0]
-        output = out_port.pattern.expand(lookup)
+        _check_dtype(spec, spec.inputs[0].dtype, current_dtype, call, name)
+        binding = _bind_input(spec, current, call, name, nodes[-1] if nodes else None, shape)
+        env = MappingProxyType({**{k: v for k, v in binding.items() if k != "..."}, **args})
+        _check_constraints(spec, args, env, call, name, requires)
+        output = spec.outputs[0].pattern.expand(
+            {**binding, **{dim: args[arg] for dim, arg in spec.dim_args.items()}, **args})
         params = tuple(spec.params(env).items())
         nodes.append(Node(
             index=index,
@@ -62,16 +36,55 @@ def propagate(bound, shape: Shape, input_dtype: str, dtype: str):
             spec=spec,
             args=args,
             call=call,
-            env=MappingProxyType(env),
-            inputs=((port.name, current),),
-            outputs=((out_port.name, output),),
+            env=env,
+            inputs=((spec.inputs[0].name, current),),
+            outputs=((spec.outputs[0].name, output),),
             input_dtype=current_dtype,
             output_dtype=dtype,
             params=params,
             param_count=sum(math.prod(p) for _, p in params),
         ))
         current, current_dtype = output, dtype
-    return nodes, current, sorted(requires.values(), key=lambda r: (r.dim, r.op != "<=", r.bound))
+    kept = sorted(requires.values(), key=lambda r: (r.dim, r.operator != "<=", r.bound))
+    return nodes, current, kept
+
+
+def _bind_input(spec: OpSpec, current: Shape, call: Call, name: str, previous,
+                stack_input: Shape) -> dict:
+    """The dims of ``spec``'s input pattern bound to the shape ``current``; the dims that
+    size parameters must be numbers."""
+    port = spec.inputs[0]
+    binding = port.pattern.bind(current)
+    if binding is None:
+        raise _shape_mismatch(spec, current, call, name, previous)
+    for dim_name in spec.static:
+        if isinstance(binding[dim_name], str):
+            example = tuple(16 if d == binding[dim_name] else d for d in stack_input)
+            raise call.error(
+                "E_SHAPE", f"{spec.name} needs the size of {dim_name} in "
+                f"{port.pattern} to size its parameters, but it is the symbol "
+                f"{binding[dim_name]!r}", node=name,
+                hint="give that dim as a number in the input shape, e.g. " + format_shape(example))
+    return binding
+
+
+def _check_constraints(spec: OpSpec, args, env, call: Call, name: str,
+                       requires: dict[tuple, Requirement]) -> None:
+    """Check ``spec``'s constraints on known sizes; keep those on symbols in ``requires``
+    (the tightest ``<=`` per dim, each divisor once) for the built model to check."""
+    for constraint in spec.constraints:
+        if not constraint.applies(args):
+            continue
+        dim, limit = env[constraint.dim], constraint.bound(args)
+        if isinstance(dim, str):
+            operator = constraint.operator
+            key = (dim, "<=") if operator == "<=" else (dim, operator, limit)
+            kept = requires.get(key)
+            if kept is None or limit < kept.bound:
+                requires[key] = Requirement(dim, operator, limit, name)
+        elif not constraint.holds(dim, limit):
+            raise call.error("E_CONSTRAINT", constraint.message.format(**env), node=name,
+                             hint=constraint.hint.format(**env))
 
 
 def _check_dtype(spec: OpSpec, wanted: str, current: str, call: Call, name: str) -> None:

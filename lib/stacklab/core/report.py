@@ -52,7 +52,7 @@ def network_dict(network: Network) -> dict:
         "input_dtype": network.input_dtype,
         "param_count": network.param_count,
         "param_bytes": network.param_bytes,
-        "requires": [{"dim": r.dim, "max" if r.op == "<=" else "divisor": r.bound,
+        "requires": [{"dim": r.dim, "max" if r.operator == "<=" else "divisor": r.bound,
                       "node": r.node, "text": r.text} for r in network.requires],
         "nodes": [
             {

@@ -19,7 +19,7 @@ from types import MappingProxyType
 from torch import nn
 
 from .errors import StackError
-from .language import Argument, Call, parse
+from .language import Argument, Call, node_name, parse
 from .network import Network
 from .propagate import propagate
 from .shapes import DTYPE_BYTES, check_dtype, parse_input_shape
@@ -76,7 +76,7 @@ def _resolve(source, input_shape, input_dtype, dtype, budget_bytes) -> Network:
         spec = ops.get(call.op)
         if spec is None:
             raise _unknown_op(call, ops)
-        name = call.name if call.name is not None else f"n{index}"
+        name = node_name(call, index)
         if keyword.iskeyword(name):  # `self.class = ...` in exported code is a SyntaxError
             raise call.error("E_ARG", f"the name {name!r} is a Python keyword, and node names "
                              "become attribute names of the built module", span=call.name_span,

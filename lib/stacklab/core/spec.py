@@ -110,7 +110,7 @@ class Constraint:
     """
 
     dim: str
-    op: str  # "<=" or "divides"
+    operator: str  # "<=" or "divides"
     arg: str
     message: str
     hint: str
@@ -121,7 +121,7 @@ class Constraint:
     @property
     def text(self) -> str:
         bound = self.arg if self.factor == 1 else f"({self.factor}·{self.arg})"
-        text = constraint_text(self.dim, self.op, bound)
+        text = constraint_text(self.dim, self.operator, bound)
         return f"{text} when {self.when_text}" if self.when_text else text
 
     def bound(self, args: Mapping[str, object]) -> int:
@@ -131,7 +131,7 @@ class Constraint:
         return self.when is None or self.when(args)
 
     def holds(self, dim: int, bound: int) -> bool:
-        return dim <= bound if self.op == "<=" else dim % bound == 0
+        return dim <= bound if self.operator == "<=" else dim % bound == 0
 
 
 @dataclass(frozen=True)
@@ -222,9 +222,9 @@ class OpSpec:
         return next((a for a in self.args if a.name == name), None)
 
 
-def constraint_text(dim: str, op: str, bound: object) -> str:
+def constraint_text(dim: str, operator: str, bound: object) -> str:
     """``T <= max_len`` or ``D % heads == 0``; the same form with a number for a requirement."""
-    return f"{dim} <= {bound}" if op == "<=" else f"{dim} % {bound} == 0"
+    return f"{dim} <= {bound}" if operator == "<=" else f"{dim} % {bound} == 0"
 
 
 def format_value(value: object) -> str:
