@@ -253,3 +253,26 @@ def test_a_run_stored_without_figures_is_drawn_once_from_its_tensors(tmp_path):
         assert job.view().pattern.title == stacklab.figures.pattern_figure(run).title
     finally:
         pool.shutdown()
+
+
+def test_importing_the_pool_leaves_multiprocessing_as_it_is():
+    """Only a pool sets up worker processes (once, however many pools): a plain import
+    changes nothing in `multiprocessing` for the program that imports stacklab."""
+    import subprocess
+    import sys
+
+    code = "\n".join([
+        "import multiprocessing.spawn as spawn",
+        "before = spawn.get_preparation_data",
+        "import stacklab.serve.pool",
+        "assert spawn.get_preparation_data is before, 'changed by the import'",
+        "from stacklab.serve import transport",
+        "context = transport.processes()",
+        "patched = spawn.get_preparation_data",
+        "assert patched is not before and patched.stacklab",
+        "assert context.get_start_method() == 'forkserver'",
+        "assert transport.processes() is context and spawn.get_preparation_data is patched",
+    ])
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr

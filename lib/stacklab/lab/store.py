@@ -1,20 +1,24 @@
-"""Run keys and the run store (SPEC §12): one link, one run.
+"""The run store (SPEC §12): one folder per run key, so one link trains once.
 
-A run's **key** is a hash of everything that decides its result: the resolved stack (as
-the resolver sees it, so comments and layout do not count), the input, the dtypes, every
-setting of the settings table, the kind of device and the stacklab and torch versions.
-Training is deterministic on CPU, so two runs with one key end with bitwise-identical
-parameters: a server trains a key once and hands the stored result to everyone who asks.
+The store makes no key: it files a run under the one it carries (`Run.key`, from
+`stacklab.lab.keys.run_key`), 32 hex digits of a hash of everything that decides the
+result: the stack as the resolver sees it (not its comments or layout), the input shape
+and dtype, the dtype, every setting but ``device``, which counts by its kind (cpu, cuda or
+mps), and the stacklab and torch versions. Training is deterministic on CPU, so two runs
+with one key end with bitwise-identical parameters: a server trains a key once and hands
+the stored result to everyone who asks. A folder reads back only if its stored settings
+give its key again.
 
-The **store** keeps one folder per key under ``STACKLAB_RUNS`` (default
-``~/.cache/stacklab/runs``): ``model.safetensors``, ``metrics.json``, ``record.safetensors``
-(initial tables, snapshots, summed gradients), ``run.json`` (settings, status and
-curves) and, for runs a worker trained, ``figures.json`` (every figure, drawn by the worker).
-`RunStore.open` reads a run without its tensors (`StoredRun`): a server shows the status,
-the curves and those figures, and reads the tensors only to draw something new. A folder is written under a temporary name and renamed into place, so a crash
-never leaves a half-written run under a key; a folder that does not read back completely
-is skipped with a log line. The store holds at most ``STACKLAB_RUNS_MAX_BYTES`` (default
-2 GiB): the least recently used runs go first.
+One folder per key under ``STACKLAB_RUNS`` (default ``~/.cache/stacklab/runs``), for
+finished and diverged runs: ``model.safetensors``, ``metrics.json``, ``record.safetensors``
+(initial tables, snapshots, attention maps, summed gradients), ``run.json`` (settings,
+status, curves) and, for runs a worker trained, ``figures.json`` (every figure, drawn by
+the worker); a stopped run leaves its worker in a private folder (`save_private`).
+`RunStore.open` reads a run without its tensors (`StoredRun`), for a server to show it.
+A folder is written under a temporary name and renamed into place, so a crash never
+leaves a half-written run under a key; one that does not read back completely is skipped
+with a log line. The store holds at most ``STACKLAB_RUNS_MAX_BYTES`` (default 2 GiB): the
+least recently used runs go first.
 
 >>> import tempfile, stacklab
 >>> store = RunStore(tempfile.mkdtemp())
@@ -167,33 +171,32 @@ class RunStore:
         the folder goes when the returned `StoredRun` is dropped (or, untouched for an
         hour, at the next eviction)."""
         folder = Path(folder)
-        name = folder.name
-        if folder.parent != self.root or not name.startswith(".private-"):
-            return None
-        try:
-            held = StoredRun(folder, name.split("-")[1])
-        except Exception as err:  # noqa: BLE001 - damage means: no run
-            log.warning("ignoring the private run folder %s: %s: %s", name, type(err).__name__,
-                        err)
-            shutil.rmtree(folder, ignore_errors=True)
-            return None
-        weakref.finalize(held, shutil.rmtree, folder, True)
+        held = self._read_private(folder, StoredRun)
+        if held is not None:
+            weakref.finalize(held, shutil.rmtree, folder, True)
         return held
 
     def take_private(self, folder: str | Path, device: str | None = "cpu") -> Run | None:
         """The run in a private folder written by `save_private`; the folder is removed."""
         folder = Path(folder)
+        run = self._read_private(folder, lambda folder, key: _read_run(folder, key, device))
+        if run is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+        return run
+
+    def _read_private(self, folder: Path, read):
+        """``read(folder, key)`` of a private folder of this store, or None: not one (left
+        alone), or damaged (logged and removed)."""
         name = folder.name
         if folder.parent != self.root or not name.startswith(".private-"):
             return None
         try:
-            return _read_run(folder, name.split("-")[1], device)
+            return read(folder, name.split("-")[1])
         except Exception as err:  # noqa: BLE001 - damage means: no run
             log.warning("ignoring the private run folder %s: %s: %s", name, type(err).__name__,
                         err)
-            return None
-        finally:
             shutil.rmtree(folder, ignore_errors=True)
+            return None
 
     def evict(self, keep: str | None = None) -> list[str]:
         """Remove least recently used runs until the store fits ``max_bytes``."""
@@ -254,12 +257,9 @@ class StoredRun:
     `load` reads the model and the record, for drawing what ``figures.json`` lacks."""
 
     def __init__(self, folder: Path, key: str):
-        record, config, network = _read_record(folder, key)
-        self.folder = folder
-        self.key = key
-        self.config = config
-        self.network = network
-        self.task = get_task(config.task)
+        record, config, network = _read_record(folder, key)  # the one place it is parsed
+        self.folder, self.key = folder, key
+        self.config, self.network, self.task = config, network, get_task(config.task)
         self.device = record["device"]
         self.status = Status(record["status"])
         self.step = int(record["step"])
@@ -269,6 +269,11 @@ class StoredRun:
         self.train_loss = [(int(step), float(loss)) for step, loss in record["train_loss"]]
         self.position_nodes = list(record["snapshot_steps"])
         self._figures: dict | None = None
+        # for `_read_run`, which pairs these steps with their tensors
+        self._snapshot_steps = record["snapshot_steps"]
+        self._attention_steps = record.get("attention_steps", {})
+        self._initial_scores = record.get("initial_scores", {})
+        self._length_generalization = record.get("length_generalization", {})
 
     final = Run.final
 
@@ -278,8 +283,7 @@ class StoredRun:
         --out DIR``'s); raises `StackError` when there is none or it does not read."""
         folder = Path(folder)
         try:
-            key = json.loads((folder / "run.json").read_text(encoding="utf-8"))["key"]
-            return cls(folder, str(key))
+            return cls(folder, str(_run_json(folder)["key"]))
         except Exception as err:  # noqa: BLE001 - any damage: not a run folder
             raise StackError("E_VALUE", f"{str(folder)[:200]} is not a stacklab run folder "
                              f"({type(err).__name__}: {str(err)[:120]})",
@@ -375,12 +379,17 @@ def _write_text(path: Path, text: str) -> None:
         os.fsync(handle.fileno())
 
 
-def _read_record(folder: Path, key: str) -> tuple[dict, TrainConfig, "Network"]:
-    """``run.json`` of ``folder``, checked to be a whole run of ``key``, with its settings
-    and resolved network."""
+def _run_json(folder: Path) -> dict:
+    """``run.json`` of ``folder``, parsed (refused when too large to be one)."""
     if (folder / "run.json").stat().st_size > _RUN_JSON_MAX_BYTES:
         raise ValueError("run.json is too large")
-    record = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    return json.loads((folder / "run.json").read_text(encoding="utf-8"))
+
+
+def _read_record(folder: Path, key: str) -> tuple[dict, TrainConfig, "Network"]:
+    """``run.json`` of ``folder``, checked to be a whole run of ``key`` (its settings give
+    ``key`` again), with its settings and resolved network; `StoredRun` reads the rest."""
+    record = _run_json(folder)
     if record.get("format") != FORMAT or record.get("key") != key:
         raise ValueError("run.json is not a stored run of this key")
     names = {f.name for f in fields(TrainConfig)}
@@ -393,27 +402,25 @@ def _read_record(folder: Path, key: str) -> tuple[dict, TrainConfig, "Network"]:
 
 
 def _read_run(folder: Path, key: str, device: str | None) -> Run:
-    record, config, network = _read_record(folder, key)
-    model = network.build(device=device)
-    model.load_state_dict(load_state(folder / "model.safetensors", network))
-    run = Run(config=config, task=get_task(config.task), network=network, model=model,
-              device=record["device"], status=Status(record["status"]), step=int(record["step"]),
-              seconds=float(record["seconds"]), error=record["error"],
-              history=[dict(entry) for entry in record["history"]],
-              train_loss=[(int(step), float(loss)) for step, loss in record["train_loss"]])
-    run.key = key
+    """The whole `Run` in ``folder``: the `StoredRun` there with its model and tensors."""
+    stored = StoredRun(folder, key)
+    model = stored.network.build(device=device)
+    model.load_state_dict(load_state(folder / "model.safetensors", stored.network))
+    run = Run(config=stored.config, task=stored.task, network=stored.network, model=model,
+              device=stored.device, key=key, status=stored.status, step=stored.step,
+              seconds=stored.seconds, error=stored.error, history=stored.history,
+              train_loss=stored.train_loss, initial_scores=stored._initial_scores,
+              length_generalization=stored._length_generalization)
     with safe_open(str(folder / "record.safetensors"), framework="pt") as handle:
-        for node, steps in record["snapshot_steps"].items():
+        for node, steps in stored._snapshot_steps.items():
             run.initial_tables[node] = handle.get_tensor(f"initial.{node}")
             run.row_grad_norm[node] = handle.get_tensor(f"grad.{node}")
             run.snapshots[node] = [(int(step), handle.get_tensor(f"snapshot.{node}.{index}"))
                                    for index, step in enumerate(steps)]
-        for node, steps in record.get("attention_steps", {}).items():
+        for node, steps in stored._attention_steps.items():
             run.attention_snapshots[node] = [
                 (int(step), handle.get_tensor(f"attention.{node}.{index}"))
                 for index, step in enumerate(steps)]
-    run.initial_scores = record.get("initial_scores", {})
-    run.length_generalization = record.get("length_generalization", {})
     if set(run.initial_tables) != {name for name, _ in model.layers("position_table")}:
         raise ValueError("the record does not hold every position table")
     return run

@@ -14,6 +14,11 @@ crash, an out-of-memory kill or a SIGKILL fails only that run; a job that fails 
 diverges frees its worker and says why.
 Owners that stop polling (a closed tab) are detached after ``ttl_seconds``.
 
+This module holds the pool: the queue, the owners and their TTL, and the worker threads.
+A job and the figures its watchers share are `stacklab.serve.job`; how a run reaches its
+worker process or Ray actor, and how its messages come back, is
+`stacklab.serve.transport`.
+
 >>> import tempfile
 >>> pool = JobPool(workers=1, store=RunStore(tempfile.mkdtemp()))
 >>> job = pool.submit("me", None, TrainConfig(task="position", steps=20))
@@ -32,222 +37,24 @@ import ctypes
 import gc
 import itertools
 import logging
-import multiprocessing
-import multiprocessing.spawn
 import os
 import threading
 import time
 from collections import OrderedDict, deque
-from dataclasses import dataclass
 from typing import Callable
 
-import plotly.io
-
 from ..core.errors import StackError
-from ..lab.figures import RunFigure, figures_from_json, pattern_figure, run_figures
-from ..lab.store import STORED_STATUSES, RunStore, StoredRun
-from ..lab.trainer import Status, TrainConfig, Trainer
-from . import worker
 from ..lab.budgets import Budgets
+from ..lab.store import STORED_STATUSES, RunStore
+from ..lab.trainer import Status, TrainConfig, Trainer
 from .classroom import (BUDGETS, FINISHED_RUNS_KEPT, MAX_QUEUED_RUNS, RUNS_KEPT_PER_SESSION,
                         SESSION_TTL_SECONDS)
+from .job import Job, JobView
+from .transport import LocalProcess, RayActor, Transport, processes, relay, warm_fork_server
+
+__all__ = ["Job", "JobPool", "JobView"]
 
 log = logging.getLogger("stacklab.pool")
-
-# Training runs in processes forked from a server that has torch and stacklab loaded.
-_PROCESSES = multiprocessing.get_context("forkserver")
-_PROCESSES.set_forkserver_preload(worker.PRELOAD)
-
-
-def _without_main(get_preparation_data):
-    """Worker processes never import the parent's ``__main__``: their code lives in
-    `stacklab.serve.worker`. Streamlit runs the app script as ``__main__``, and multiprocessing
-    would otherwise run it again in the fork server and in every worker (building pages, and
-    a pool, in a process that only trains)."""
-    def prepared(name):
-        data = get_preparation_data(name)
-        data.pop("init_main_from_path", None)
-        data.pop("init_main_from_name", None)
-        return data
-    prepared.stacklab = True
-    return prepared
-
-
-if not getattr(multiprocessing.spawn.get_preparation_data, "stacklab", False):
-    multiprocessing.spawn.get_preparation_data = _without_main(
-        multiprocessing.spawn.get_preparation_data)
-
-
-@dataclass(frozen=True)
-class JobView:
-    """A consistent copy of a job's state, as one owner sees it, for a page to draw."""
-
-    id: int
-    key: str
-    status: Status  # for an owner who stopped watching a run that goes on: stopped
-    position: int | None  # 1-based place in the queue while queued
-    step: int
-    steps: int
-    history: tuple[dict, ...]
-    train_loss: tuple[tuple[int, float], ...]
-    error: str | None
-    seconds: float
-    watchers: int  # owners watching the run (a shared run has more than one)
-    pattern: RunFigure | None  # the task's pattern figure at the last evaluation
-
-    @property
-    def active(self) -> bool:
-        return self.status.active
-
-    @property
-    def progress(self) -> float:
-        return self.step / self.steps if self.steps else 0.0
-
-
-class Job:
-    """One training run (one key), watched by the owners who asked for it."""
-
-    def __init__(self, job_id: int, trainer: Trainer | None = None, run: StoredRun | None = None):
-        """A job that will train with ``trainer``, or one whose ``run`` is already done."""
-        self.id = job_id
-        self.key = trainer.key if trainer is not None else run.key
-        self.trainer = trainer  # checked here; the training itself runs in a worker process
-        self.run: StoredRun | None = run  # the run once it has ended, tensors left on disk
-        self.status = Status.QUEUED if run is None else run.status
-        self.error: str | None = None if run is None else run.error
-        self.watchers: set[str] = set()  # owners who asked for it and still watch
-        # live progress, as the worker process reports it
-        self.step = 0 if run is None else run.step
-        self.history: list[dict] = [] if run is None else list(run.history)
-        self.train_loss: list[tuple[int, float]] = [] if run is None else list(run.train_loss)
-        self._pattern_json: tuple | None = None  # (title, caption, plotly JSON, score)
-        self.pattern: RunFigure | None = None  # the task's pattern figure, shared by watchers
-        self._pattern_drawn: object = None  # what `pattern` was made from
-        self.started: float | None = None if run is None else time.monotonic()
-        self.ended: float | None = self.started
-        self.stop_event = None  # set by the pool to ask the worker process to stop
-        self.process = None  # the worker process while it trains
-        self._done = threading.Event()
-        self._pool: JobPool | None = None
-        self._pattern_lock = threading.Lock()
-        self._figures: dict[str | None, list[RunFigure]] = {}  # node -> a finished run's figures
-        if run is not None:
-            self._done.set()
-
-    @property
-    def config(self) -> TrainConfig:
-        return self.run.config if self.run is not None else self.trainer.config
-
-    def report(self, message: tuple) -> None:
-        """Take one progress message of the worker process (see `stacklab.serve.worker`)."""
-        if message[0] == "step":
-            _, self.step, loss = message
-        elif message[0] == "eval":
-            _, self.step, entry, losses, pattern = message
-            self.train_loss.extend(tuple(item) for item in losses)
-            self.history.append(entry)
-            if pattern is not None:
-                self._pattern_json = pattern
-        elif message[0] == "pattern" and message[1] is not None:
-            self._pattern_json = message[1]
-
-    def pattern_now(self) -> RunFigure | None:
-        """The task's pattern figure at the newest evaluation that has one; once the run
-        has ended, the one its worker drew of the final model. Rebuilt at most once per
-        figure, when a page first asks, and shared by everyone watching."""
-        source = self._pattern_json
-        if self.run is not None and not self.status.active:
-            source = self.run
-        if source is None or source is self._pattern_drawn:
-            return self.pattern
-        with self._pattern_lock:
-            if source is not self._pattern_drawn:
-                try:
-                    if isinstance(source, tuple):
-                        title, caption, figure, *score = source
-                        self.pattern = RunFigure(title, caption, plotly.io.from_json(figure),
-                                                 *score)
-                    else:
-                        self.pattern = next(iter(self._drawn("pattern")), None)
-                except (RuntimeError, ValueError, StackError) as err:  # a figure never ends a run
-                    log.warning("pattern figure of run %s: %s", self.key, err)
-                self._pattern_drawn = source
-        return self.pattern
-
-    def figures(self, node: str | None = None) -> list[RunFigure]:
-        """Every figure of the finished run (`run_figures`) for ``node``: as its worker drew
-        them, else drawn here once; shared by every session that views it. Raises
-        `StackError` when the run has left the store since."""
-        with self._pattern_lock:
-            if node in self._figures:
-                return self._figures[node]
-            drawn = self._drawn(node)
-            # Kept for every viewer unless large: parsed, a million-row table's figures hold
-            # 30 MiB (their 4 MB of JSON stays with the run and is parsed again on a view).
-            if _json_bytes(self.run, node) <= SHARED_FIGURES_BYTES:
-                self._figures[node] = drawn
-            return drawn
-
-    def _drawn(self, node: str | None) -> list[RunFigure]:
-        """The figures the worker stored (``"pattern"``: the pattern figure); drawn from
-        the run's tensors, read for this and let go, when it stored none."""
-        drawn = self.run.figures()
-        found = figures_from_json(drawn, node) if drawn is not None else None
-        if found is not None:
-            return found
-        log.info("drawing the figures of run %s (%s) in the server", self.key, node)
-        run = self.run.load()
-        if node == "pattern":
-            pattern = pattern_figure(run)
-            return [pattern] if pattern is not None else []
-        return run_figures(run, node)
-
-    def view(self, owner: str | None = None) -> JobView:
-        position = self._pool.position(self) if self._pool and self.status == Status.QUEUED else None
-        status = self.status
-        if owner is not None and status.active and owner not in self.watchers:
-            status = Status.STOPPED  # this owner stopped watching; the run goes on for others
-        return JobView(
-            id=self.id,
-            key=self.key,
-            status=status,
-            position=position,
-            step=self.step,
-            steps=self.config.steps,
-            history=tuple(self.history),
-            train_loss=tuple(self.train_loss),
-            error=self.error,
-            seconds=(self.ended or time.monotonic()) - (self.started or time.monotonic()),
-            watchers=len(self.watchers),
-            pattern=self.pattern_now(),
-        )
-
-    def wait(self, timeout: float | None = None) -> "Job":
-        """Block until the job has ended (for scripts and tests; pages poll instead)."""
-        self._done.wait(timeout)
-        return self
-
-
-SHARED_FIGURES_BYTES = 2 << 20  # a finished run's parsed figures are kept up to this much JSON
-
-
-def _json_bytes(run, node: str | None) -> int:
-    """The JSON size of ``run``'s stored figures for ``node`` (0 when drawn here)."""
-    drawn = run.figures() if run is not None else None
-    if not drawn:
-        return 0
-    nodes = drawn.get("nodes", {})
-    found = nodes.get(node) if node is not None else next(iter(nodes.values()), [])
-    return sum(len(entry[2]) for entry in found or ())
-
-
-def _warm_fork_server() -> None:
-    try:
-        process = _PROCESSES.Process(target=worker.ready, daemon=True)
-        process.start()
-        process.join(timeout=120)
-    except OSError:
-        pass  # the first run starts it instead
 
 
 def _release_memory() -> None:
@@ -302,10 +109,9 @@ class JobPool:
         self._closed = False
         self.running = 0
         self.trainings = 0  # runs this pool has trained (attached and stored ones excluded)
-        # Start the fork server now (it imports torch once), not when the first student
-        # presses Train.
         if not ray_address:
-            threading.Thread(target=_warm_fork_server, name="stacklab-warm", daemon=True).start()
+            processes()  # the forkserver context, set up by the first pool (never on import)
+            threading.Thread(target=warm_fork_server, name="stacklab-warm", daemon=True).start()
 
     # -- used by pages --------------------------------------------------------------
 
@@ -322,37 +128,12 @@ class JobPool:
             self._forget_idle_locked()
             if self._closed:
                 raise StackError("E_BUDGET", "the server is shutting down", hint="try again later")
-            job = self._known_locked(trainer.key)
-        if job is None:
-            job = self._from_store(trainer.key)
-        with self._lock:
-            job = self._known_locked(trainer.key) or job  # another session may have won
-            if job is None:
-                if len(self._queue) >= self.max_queued:
-                    raise StackError("E_BUDGET", f"{len(self._queue)} runs are already waiting",
-                                     hint="wait for a few runs to finish, then press Train again")
-                job = Job(next(self._ids), trainer=trainer)
-                job._pool = self
-                self._live[job.key] = job
-                self._queue.append(job)
-                self._start_workers_locked()
-                self._lock.notify()
-            self._give_locked(owner, job)
-        return job
+        return self._attach(owner, trainer.key, lambda: self._queue_locked(trainer))
 
     def open(self, owner: str, key: str) -> Job | None:
         """Attach ``owner`` to the run ``key`` (live, finished here, or in the store): a
         reload or a link with ``run=KEY``. None when no run has that key."""
-        with self._lock:
-            job = self._known_locked(key)
-        if job is None:
-            job = self._from_store(key)
-        if job is None:
-            return None
-        with self._lock:
-            job = self._known_locked(key) or job
-            self._give_locked(owner, job)
-        return job
+        return self._attach(owner, key)
 
     def check(self, source: str | None, config: TrainConfig) -> Trainer:
         """The trainer a submit would queue; raises `StackError` if the run is not allowed."""
@@ -425,6 +206,37 @@ class JobPool:
     def _find(self, owner: str, job_id: int) -> Job | None:
         return next((j for j in self._jobs.get(owner, []) if j.id == job_id), None)
 
+    def _attach(self, owner: str, key: str,
+                new_locked: Callable[[], Job] | None = None) -> Job | None:
+        """``owner`` watches the job of ``key``: one known here, else one from the store,
+        then looked up again under the lock (another session may have won meanwhile). With
+        none, ``new_locked()`` makes one (under the lock); without it, None."""
+        with self._lock:
+            job = self._known_locked(key)
+        if job is None:
+            job = self._from_store(key)
+        if job is None and new_locked is None:
+            return None
+        with self._lock:
+            job = self._known_locked(key) or job
+            if job is None:
+                job = new_locked()
+            self._give_locked(owner, job)
+        return job
+
+    def _queue_locked(self, trainer: Trainer) -> Job:
+        """A new job for ``trainer``, at the end of the queue; `StackError` when full."""
+        if len(self._queue) >= self.max_queued:
+            raise StackError("E_BUDGET", f"{len(self._queue)} runs are already waiting",
+                             hint="wait for a few runs to finish, then press Train again")
+        job = Job(next(self._ids), trainer=trainer)
+        job._pool = self
+        self._live[job.key] = job
+        self._queue.append(job)
+        self._start_workers_locked()
+        self._lock.notify()
+        return job
+
     def _known_locked(self, key: str) -> Job | None:
         """The live job of ``key``, or its finished job when that one can be shared."""
         job = self._live.get(key)
@@ -480,9 +292,8 @@ class JobPool:
             except ValueError:
                 pass
             job.status = Status.STOPPED
-            job.ended = time.monotonic()
             self._live.pop(job.key, None)
-            job._done.set()
+            job.end()
         elif job.status == Status.RUNNING and job.stop_event is not None:
             job.stop_event.set()  # the worker process stops after its current step
             if self._live.get(job.key) is job:
@@ -496,124 +307,61 @@ class JobPool:
             thread.start()
 
     def _work(self) -> None:
-        while True:
-            with self._lock:
-                while not self._queue and not self._closed:
-                    self._lock.wait(timeout=5.0)
-                    self._forget_idle_locked()
-                if self._closed:
-                    return
-                job = self._queue.popleft()
-                job.status = Status.RUNNING
-                job.started = time.monotonic()
-                self.running += 1
-                self.trainings += 1
+        """A worker thread: train the queued jobs, one at a time, until the pool closes."""
+        while (job := self._next_job()) is not None:
             log.info("training run %s (task %s, %d steps)", job.key, job.config.task,
                      job.config.steps)
             try:
-                job.stop_event = threading.Event() if self.ray_address else _PROCESSES.Event()
-                self._train(job)
+                transport = self._transport(job)
+                job.stop_event = transport.stop_event
+                self._finish(job, *relay(transport, job, self._idle_forgetter(2.0)))
             except BaseException as err:  # noqa: BLE001 - a worker must survive any job
                 job.status = Status.FAILED
                 job.error = f"{type(err).__name__}: {err}"
             finally:
                 with self._lock:
                     self.running -= 1
-                    job.ended = time.monotonic()
                     job.process = None
                     if self._live.get(job.key) is job:
                         del self._live[job.key]
                     if job.status in STORED_STATUSES:
                         self._remember_locked(job)
                     job.watchers.clear()
-                    job._done.set()
+                    job.end()
 
-    def _forget_idle_every(self, seconds: float, last: float) -> float:
-        """While a worker waits on its run: forget closed tabs every ``seconds`` (when all
-        workers are busy, nothing else does). Returns when it last did."""
-        now = time.monotonic()
-        if now - last <= seconds:
-            return last
-        self.forget_idle()
-        return now
+    def _next_job(self) -> Job | None:
+        """The next queued job, now running (waiting for one); None once the pool closes."""
+        with self._lock:
+            while not self._queue and not self._closed:
+                self._lock.wait(timeout=5.0)
+                self._forget_idle_locked()
+            if self._closed:
+                return None
+            job = self._queue.popleft()
+            job.status = Status.RUNNING
+            job.started = time.monotonic()
+            self.running += 1
+            self.trainings += 1
+            return job
 
-    def _train_on_ray(self, job: Job) -> None:
-        """Train ``job`` in a Ray actor (`stacklab.serve.ray_runs`); as `_train` otherwise."""
-        from . import ray_runs
+    def _transport(self, job: Job) -> Transport:
+        """How ``job`` reaches its worker: a Ray actor with a Ray address, else a process."""
+        args = (job.trainer.source, job.config, self.budgets, str(self.store.root),
+                self.store.max_bytes, self.threads_per_job, self.worker_nice)
+        return (RayActor if self.ray_address else LocalProcess)(job.key, args)
 
-        actor, reference = ray_runs.start(job.key, (
-            job.trainer.source, job.config, self.budgets, str(self.store.root),
-            self.store.max_bytes, self.threads_per_job, self.worker_nice))
-        done, why, stopping, checked = None, None, False, time.monotonic()
-        try:
-            while done is None and why is None:
-                checked = self._forget_idle_every(2.0, checked)
-                if job.stop_event.is_set() and not stopping:
-                    ray_runs.stop(actor)
-                    stopping = True
-                finished = ray_runs.ended(reference)
-                for message in ray_runs.poll(actor) if not finished else ():
-                    if message[0] == "done":
-                        done = message
-                    else:
-                        job.report(message)
-                if done is None and finished is not None:
-                    why = finished or "the Ray actor ended without a word"
-                elif done is None:
-                    time.sleep(0.25)
-        except Exception as err:  # noqa: BLE001 - the actor or the cluster went away
-            why = f"the Ray actor could not be reached ({type(err).__name__}: {err})"
-        finally:
-            try:
-                ray_runs.release(actor)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
-        self._finish(job, done, why)
+    def _idle_forgetter(self, seconds: float) -> Callable[[], None]:
+        """For a worker waiting on its run: forget closed tabs every ``seconds`` (when all
+        workers are busy, nothing else does)."""
+        last = time.monotonic()
 
-    def _train(self, job: Job) -> None:
-        """Train ``job`` in a worker process; relay its progress; take its run when it ends."""
-        if self.ray_address:
-            return self._train_on_ray(job)
-        reader, writer = _PROCESSES.Pipe(duplex=False)
-        process = _PROCESSES.Process(
-            target=worker.train, name=f"stacklab-run-{job.key[:12]}", daemon=True,
-            args=(writer, job.stop_event, job.trainer.source, job.config, self.budgets,
-                  str(self.store.root), self.store.max_bytes, self.threads_per_job,
-                  self.worker_nice))
-        done = None
-        checked = time.monotonic()
-        try:
-            process.start()
-            writer.close()
-            job.process = process
-            while done is None:
-                checked = self._forget_idle_every(2.0, checked)
-                if reader.poll(0.25):
-                    message = reader.recv()
-                    if message[0] == "done":
-                        done = message
-                    else:
-                        job.report(message)
-                elif not process.is_alive() and not reader.poll():
-                    break
-        except (EOFError, OSError):
-            pass  # the process went away mid-message
-        finally:
-            reader.close()
-            writer.close()
-            if process.pid is not None:
-                process.join(timeout=30)
-                if process.is_alive():
-                    process.kill()
-                    process.join(timeout=10)
-        why = None
-        if done is None:
-            code = process.exitcode
-            why = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
-            if code == -9:
-                why += ", as the system does when memory runs out"
-            why = f"the training process ended unexpectedly ({why})"
-        self._finish(job, done, why)
+        def forget() -> None:
+            nonlocal last
+            now = time.monotonic()
+            if now - last > seconds:
+                self.forget_idle()
+                last = now
+        return forget
 
     def _finish(self, job: Job, done: tuple | None, why: str | None) -> None:
         """Take the run a worker handed over (its last message ``done``), or fail ``job``."""
@@ -631,8 +379,7 @@ class JobPool:
             log.warning("run %s: %s", job.key, job.error)
             return
         if run is not None:
-            job.run, job.step = run, run.step
-            job.history, job.train_loss = list(run.history), list(run.train_loss)
+            job.take(run)
             log.info("run %s %s: %d steps in %.2f s (%.0f steps/s)", job.key, status, run.step,
                      run.seconds, run.step / max(run.seconds, 1e-9))
         job.error = error

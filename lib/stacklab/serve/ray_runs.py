@@ -4,7 +4,8 @@ or ``ray://HOST:PORT``), the pool trains each run in a Ray actor named
 
 The actor runs the same `stacklab.serve.worker.train` as a local worker process; its
 messages (progress, evaluations with the pattern figure, the end) wait in the actor until
-the pool polls them, and Stop reaches it as a method call. The run comes back through the
+the pool polls them, and Stop reaches it as a method call (the pool's side of this is
+`stacklab.serve.transport.RayActor`). The run comes back through the
 run store, which must then be a path every node can reach. Ray is imported only here, so
 a server without ``STACKLAB_RAY_ADDRESS`` never imports it.
 """

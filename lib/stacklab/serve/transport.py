@@ -1,0 +1,227 @@
+"""How a job's run reaches the worker that trains it, and how its messages come back.
+
+A transport starts one run of `stacklab.serve.worker.train` somewhere, relays the
+worker's messages, passes a Stop on, says whether the worker has ended and, when it
+ended without its last message, why. There are two: `LocalProcess`, a process forked
+from this server's fork server, talking over a pipe, and `RayActor`, a Ray actor
+(`stacklab.serve.ray_runs`) when the pool has a Ray address. `relay` is the one loop
+that drives either of them for a job, from start to release.
+
+The local processes come from a ``forkserver`` context that `processes` sets up the first
+time a pool asks (importing this module changes nothing in `multiprocessing`).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.context
+import multiprocessing.spawn
+import threading
+import time
+from typing import TYPE_CHECKING, Callable, Protocol
+
+from . import worker
+
+if TYPE_CHECKING:
+    from .job import Job
+
+POLL_SECONDS = 0.25  # how long one `receive` waits for news
+
+_context: multiprocessing.context.BaseContext | None = None
+_context_lock = threading.Lock()
+
+
+def processes() -> multiprocessing.context.BaseContext:
+    """The ``forkserver`` context that worker processes start from, set up on the first
+    call (later calls return it as it is): the fork server preloads torch and stacklab
+    (`worker.PRELOAD`), and no child process imports the parent's ``__main__``
+    (`_without_main`)."""
+    global _context
+    with _context_lock:
+        if _context is None:
+            if not getattr(multiprocessing.spawn.get_preparation_data, "stacklab", False):
+                multiprocessing.spawn.get_preparation_data = _without_main(
+                    multiprocessing.spawn.get_preparation_data)
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(worker.PRELOAD)
+            _context = context
+        return _context
+
+
+def _without_main(get_preparation_data):
+    """Worker processes never import the parent's ``__main__``: their code lives in
+    `stacklab.serve.worker`. Streamlit runs the app script as ``__main__``, and multiprocessing
+    would otherwise run it again in the fork server and in every worker (building pages, and
+    a pool, in a process that only trains)."""
+    def prepared(name):
+        data = get_preparation_data(name)
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+        return data
+    prepared.stacklab = True
+    return prepared
+
+
+def warm_fork_server() -> None:
+    """Start the fork server now (it imports torch once), not when the first student
+    presses Train."""
+    try:
+        process = processes().Process(target=worker.ready, daemon=True)
+        process.start()
+        process.join(timeout=120)
+    except OSError:
+        pass  # the first run starts it instead
+
+
+class Transport(Protocol):
+    """One run of `worker.train` on its way; see the module docstring."""
+
+    stop_event: object  # set (by the pool) to ask the run to stop after its current step
+    process: object  # the local worker process once started, else None
+    lost: tuple[type[BaseException], ...]  # errors that mean the worker went away
+
+    def start(self) -> None:
+        """Start the run; an error here fails the job with that error."""
+
+    def receive(self) -> list[tuple]:
+        """The worker's messages since the last call, waiting up to `POLL_SECONDS`."""
+
+    def stop(self) -> None:
+        """Pass the Stop on to the worker (once ``stop_event`` is set)."""
+
+    def ended(self) -> bool:
+        """Whether the worker has ended (what it sent before is still received)."""
+
+    def why(self, failure: BaseException | None) -> str:
+        """Why the run ended without its last message (``failure``: one of `lost`)."""
+
+    def release(self) -> None:
+        """Let go of the worker and whatever it holds; it is ended by now."""
+
+
+def relay(transport: Transport, job: Job, every_poll: Callable[[], None]) -> tuple[tuple | None, str | None]:
+    """Run ``job`` on ``transport`` to its end, handing the worker's progress to
+    `Job.report` and ``job.stop_event`` on to the worker; ``every_poll()`` runs between
+    polls. Returns the worker's last message (``("done", status, error, folder)``), or
+    None and why there was none."""
+    transport.start()
+    job.process = transport.process
+    done, failure, stopping = None, None, False
+    try:
+        while done is None:
+            every_poll()
+            if job.stop_event.is_set() and not stopping:
+                transport.stop()
+                stopping = True
+            ended = transport.ended()  # asked first: what it said before it ended is read
+            messages = transport.receive()
+            for message in messages:
+                if message[0] == "done":
+                    done = message
+                else:
+                    job.report(message)
+            if done is None and ended and not messages:
+                break
+    except transport.lost as err:
+        failure = err
+    finally:
+        transport.release()
+    return done, None if done is not None else transport.why(failure)
+
+
+class LocalProcess:
+    """The run in a worker process forked from this server's fork server, reporting over
+    a pipe; a Stop is an event the process checks after every step."""
+
+    lost = (EOFError, OSError)  # the process went away mid-message
+
+    def __init__(self, key: str, args: tuple):
+        """``args``: `worker.train`'s arguments after its pipe and stop event."""
+        context = processes()
+        self.stop_event = context.Event()
+        self._reader, self._writer = context.Pipe(duplex=False)
+        self.process = context.Process(target=worker.train, name=f"stacklab-run-{key[:12]}",
+                                       daemon=True, args=(self._writer, self.stop_event, *args))
+
+    def start(self) -> None:
+        try:
+            self.process.start()
+            self._writer.close()  # the child holds the writer now: its end reads as EOF
+        except OSError:
+            pass  # no process: it has ended at once, and `why` says how
+        except BaseException:
+            self.release()
+            raise
+
+    def receive(self) -> list[tuple]:
+        return [self._reader.recv()] if self._reader.poll(POLL_SECONDS) else []
+
+    def stop(self) -> None:
+        pass  # the process reads `stop_event` itself
+
+    def ended(self) -> bool:
+        return not self.process.is_alive()
+
+    def why(self, failure: BaseException | None) -> str:
+        """The process's exit code says how it ended (a SIGKILL: most likely memory)."""
+        code = self.process.exitcode
+        why = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        if code == -9:
+            why += ", as the system does when memory runs out"
+        return f"the training process ended unexpectedly ({why})"
+
+    def release(self) -> None:
+        self._reader.close()
+        self._writer.close()
+        if self.process.pid is not None:
+            self.process.join(timeout=30)
+            if self.process.is_alive():
+                self.process.kill()
+                self.process.join(timeout=10)
+
+
+class RayActor:
+    """The run in a Ray actor (`stacklab.serve.ray_runs`), whose messages wait in the
+    actor until polled; a Stop is a method call."""
+
+    lost = (Exception,)  # the actor or the cluster went away
+    process = None
+
+    def __init__(self, key: str, args: tuple):
+        """``args``: `worker.train`'s arguments after its pipe and stop event."""
+        from . import ray_runs  # Ray is imported only for a pool that uses it
+
+        self._runs = ray_runs
+        self._key, self._args = key, args
+        self.stop_event = threading.Event()
+        self._actor = self._reference = None
+        self._ended: str | None = None  # once ended: "" if it returned, else why not
+
+    def start(self) -> None:
+        self._actor, self._reference = self._runs.start(self._key, self._args)
+
+    def receive(self) -> list[tuple]:
+        if self._ended:
+            return []  # the actor died: there is nobody left to ask
+        messages = self._runs.poll(self._actor)
+        if self._ended is None and not any(message[0] == "done" for message in messages):
+            time.sleep(POLL_SECONDS)
+        return messages
+
+    def stop(self) -> None:
+        self._runs.stop(self._actor)
+
+    def ended(self) -> bool:
+        self._ended = self._runs.ended(self._reference)
+        return self._ended is not None
+
+    def why(self, failure: BaseException | None) -> str:
+        if failure is not None:
+            return f"the Ray actor could not be reached ({type(failure).__name__}: {failure})"
+        return self._ended or "the Ray actor ended without a word"
+
+    def release(self) -> None:
+        try:
+            self._runs.release(self._actor)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
