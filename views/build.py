@@ -8,8 +8,8 @@ import app_state
 from stacklab import StackError, catalog, resolve
 from stacklab.core import editing
 from stacklab.core.errors import annotate
-from stacklab.core.language import default_node_name
 from stacklab.core.export import to_pytorch
+from stacklab.core.language import default_node_name
 from stacklab.core.resolve import bind_args
 from stacklab.core.shapes import DTYPES
 from stacklab.serve.classroom import MAX_STACK_CHARS, PARAM_BUDGET_BYTES
