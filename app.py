@@ -1,8 +1,12 @@
 """stacklab: the app. `make run` starts it; the pages live in views/.
 
-Not in pages/: with that folder present, Streamlit uses its older folder navigation for a
-session whose first visit goes straight to a page (/train?...), and this script (the page
-setup, the navigation) would not run for it."""
+Not in pages/: Streamlit 1.67 decides once per server process whether a pages/ folder lies
+next to this script (`PagesManager.uses_pages_directory`, set when the first session
+starts). If one does, every script run goes through the old folder navigation, which runs
+the page file that a direct link (/train?...) names, so this script (the page setup, the
+navigation, the training pool) would not run for it; only a visit that runs this script
+and reaches `st.navigation` turns that off, for the whole process. tests/test_app.py fails
+if a pages/ folder appears here."""
 
 import streamlit as st
 

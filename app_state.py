@@ -231,12 +231,45 @@ def bound(widget, field: str, label: str, page: str, **kwargs):
     return getattr(experiment(), field)
 
 
+def value_widget(container, type_: type, help: str, *, options=None, low=None, high=None,
+                 step=None, placeholder: str = ""):
+    """The widget for a value of ``type_`` and its keyword arguments (all but label, key and
+    value): a select box of ``options``, a checkbox, a number box from ``low`` to ``high``
+    (None: open) or a text box. A setting's row (`setting_control`) and an op's argument
+    (the Build page's layer forms) both become widgets here.
+    """
+    if options is not None:
+        return container.selectbox, {"options": list(options), "help": help}
+    if type_ is bool:
+        return container.checkbox, {"help": help}
+    extra = {"placeholder": placeholder} if placeholder else {}
+    if type_ not in (int, float):
+        return container.text_input, {"help": help, **extra}
+    number = {"min_value": None if low is None else type_(low),
+              "max_value": None if high is None else type_(high),
+              "step": None if step is None else type_(step), "help": help, **extra}
+    if type_ is float:
+        number["format"] = "%g"  # 0.001, not 0.00
+    return container.number_input, number
+
+
+def setting_widget(container, row):
+    """The widget of a setting's control and its keyword arguments, from its row of the
+    settings table: its options, its list hint, or its classroom range and step."""
+    if row.choices:
+        return value_widget(container, str, row.help, options=row.options())
+    if row.items:
+        return value_widget(container, str, row.help, placeholder=row.empty_hint)
+    low, high = row.classroom
+    return value_widget(container, row.type, row.help, low=low, high=high, step=row.step,
+                        placeholder=row.empty_hint)
+
+
 def setting_control(container, name: str, page: str):
     """The control of training setting ``name``, made from its row of the settings table."""
     row = SETTINGS[name]
-    widget = (container.selectbox if row.choices else container.text_input if row.items
-              else container.number_input)
-    return bound(widget, name, row.label, page, **row.control())
+    widget, kwargs = setting_widget(container, row)
+    return bound(widget, name, row.label, page, **kwargs)
 
 
 def show_pinned(fields) -> None:

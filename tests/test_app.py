@@ -36,6 +36,12 @@ def wait_for_run(at, timeout=90.0) -> str:
     raise AssertionError("the run did not end")
 
 
+def test_no_pages_folder_next_to_the_app():
+    """With a pages/ folder beside app.py, Streamlit (`PagesManager.uses_pages_directory`)
+    runs a page file instead of app.py for a direct link (app.py's docstring)."""
+    assert not (Path(APP).parent / "pages").exists()
+
+
 # --- Build ---------------------------------------------------------------------------
 
 

@@ -126,3 +126,20 @@ def test_console_script_and_module_entry_points(tmp_path):
                            "--input-dtype", "int64"], input=STEM.encode(), capture_output=True,
                           timeout=120)
     assert done.returncode == 0 and b"Parameters: 8,580" in done.stdout
+
+
+def test_the_usage_text_names_every_flag_of_every_command():
+    """The usage in `stacklab.cli`'s docstring stays complete as settings are added."""
+    import re
+
+    import stacklab.cli
+    from stacklab.cli.flags import make_parser
+
+    usage = stacklab.cli.__doc__
+    commands = make_parser()._subparsers._group_actions[0].choices
+    for name, command in commands.items():
+        assert f"stacklab {name}" in usage
+        flags = [a.option_strings[-1] for a in command._actions if a.option_strings]
+        missing = [flag for flag in flags if flag != "--help"
+                   and not re.search(re.escape(flag) + r"(?![\w-])", usage)]  # --seed: not --seeds
+        assert not missing, f"{name}: {missing}"

@@ -11,6 +11,7 @@ import pytest
 from nbclient import NotebookClient
 
 import stacklab
+from stacklab.lab.tasks import TASKS
 
 NOTEBOOKS = Path(__file__).parent.parent / "notebooks"
 PLOTLY = "application/vnd.plotly.v1+json"
@@ -112,10 +113,28 @@ def test_the_lab_resolves_as_you_type_and_explains_errors(lab):
     assert "E_CONSTRAINT" in report and "^" in report and "fix:" in report
     assert lab.train() is False and lab.status == "cannot start"
     assert "E_CONSTRAINT" in lab._status.value
+    hand_written = lab.source
+    lab.set(task="lookback")  # a hand-written stack stays, and so do the settings (as in the app)
+    assert lab.source == hand_written and lab.config().steps == 60
+    lab.source = TASKS["lookback"].preset(16)
     lab.set(task="modular")  # the task's preset follows, and resolves
     assert "pos_embed(64)" in lab.source and "Parameters:" in lab._report.value
     lab.set(target_accuracy="2")
     assert lab.train() is False and "E_ARG" in lab._status.value
+
+
+def test_the_lab_follows_a_new_task_or_t_by_the_apps_rule(lab):
+    """One rule (`preset_changes`) for the Lab and the app's pages."""
+    from stacklab.serve.experiment import DEFAULT
+
+    lab.set(seq_len=20)  # the preset stack follows T
+    assert lab.source == TASKS["reverse"].preset(20) and "Parameters:" in lab._report.value
+    lab.set(task="modular")  # and a new task brings its preset and settings
+    app = DEFAULT.changes_for("task", "modular")
+    assert lab.source == app["stack"]
+    config = lab.config()
+    for name in ("seq_len", "steps", "batch_size", "lr", "target_accuracy"):
+        assert getattr(config, name) == app[name], name
 
 
 def test_train_outside_jupyter_is_the_librarys():

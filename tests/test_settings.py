@@ -4,15 +4,26 @@ controls are all derived from it, and an experiment's rules live beside the link
 from __future__ import annotations
 
 import dataclasses
+import sys
+from pathlib import Path
 
 import pytest
+import streamlit as st
 
 from stacklab import StackError, TrainConfig
-from stacklab.cli import _parser
+from stacklab.cli.flags import make_parser
 from stacklab.lab.settings import SETTINGS
 from stacklab.lab.tasks import TASKS
 from stacklab.serve.experiment import (DEFAULT, DEFAULT_TASK, FIELDS, HIDEABLE, Experiment,
-                                       from_query, task_preset, to_query)
+                                       from_query, preset_changes, task_preset, to_query)
+
+sys.path.insert(0, str(Path(__file__).parent.parent))
+import app_state  # noqa: E402  (the app layer makes a row's control)
+
+
+def control(row) -> dict:
+    """The keyword arguments of the app's control of ``row``."""
+    return app_state.setting_widget(st, row)[1]
 
 
 def test_every_trainconfig_field_has_a_row_and_nothing_else_does():
@@ -25,7 +36,7 @@ def test_every_trainconfig_field_has_a_row_and_nothing_else_does():
 
 
 def test_the_cli_has_a_flag_for_every_cli_setting_and_no_other():
-    train = _parser()._subparsers._group_actions[0].choices["train"]
+    train = make_parser()._subparsers._group_actions[0].choices["train"]
     flags = {a.dest for a in train._actions if a.option_strings} - {"help", "out"}
     assert flags == {row.name for row in SETTINGS.values() if row.cli}
 
@@ -57,10 +68,10 @@ def test_library_check_cli_flag_and_link_agree_on_the_range(name):
             low = 0.5
         if row.items:  # a list setting: canonical text, a text control
             assert row.parse_link(f" {low}, {low}") == (str(low), None)
-            assert "placeholder" in row.control()
+            assert "placeholder" in control(row)
             return
         assert row.parse_link(str(low)) == (low, None)
-        assert row.control()["min_value"] <= low
+        assert control(row)["min_value"] <= low
 
 
 @pytest.mark.parametrize("raw", ["++12", "+_+12", "1 2", "١٢", "12.0", "-3", ""])
@@ -91,6 +102,27 @@ def test_changing_t_follows_the_preset_and_the_input_but_keeps_a_hand_written_st
     own = dataclasses.replace(DEFAULT, stack="embedding(16, 64)\npos_embed(99)\nlinear(16)")
     assert own.changes_for("seq_len", 20) == {"seq_len": 20, "input": "B,20"}
     assert own.changes_for("steps", 50) == {"steps": 50}
+
+
+def test_a_hand_written_stack_keeps_its_settings_when_the_task_changes():
+    own = dataclasses.replace(DEFAULT, stack="embedding(16, 64)\npos_embed(99)\nlinear(16)")
+    assert own.changes_for("task", "modular") == {"task": "modular"}
+    assert preset_changes(own.stack, own.task, own.seq_len, new_task="modular") == {}
+    assert preset_changes(DEFAULT.stack, DEFAULT.task, DEFAULT.seq_len, DEFAULT.input,
+                          new_task="modular") == DEFAULT.follow_preset(task="modular")
+
+
+def test_a_row_is_plain_data_and_each_front_end_makes_its_control():
+    """The library's rows name no widget argument; the app makes them from the row."""
+    rows = Path(__file__).parent.parent / "lib" / "stacklab" / "lab" / "settings.py"
+    for word in ("min_value", "max_value", "placeholder", "%g"):
+        assert word not in rows.read_text(encoding="utf-8"), word
+    lengths, lr = control(SETTINGS["eval_lengths"]), control(SETTINGS["lr"])
+    assert lengths == {"help": SETTINGS["eval_lengths"].help, "placeholder": "e.g. 16,32,64"}
+    assert (lr["min_value"], lr["max_value"], lr["step"], lr["format"]) == (1e-6, 10.0, 1e-3, "%g")
+    assert control(SETTINGS["target_accuracy"])["placeholder"] == "none"
+    assert control(SETTINGS["device"])["options"] == SETTINGS["device"].options()
+    assert control(SETTINGS["steps"])["step"] == 50 and "format" not in control(SETTINGS["steps"])
 
 
 def test_train_config_uses_the_experiment_and_falls_back_to_auto():

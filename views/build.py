@@ -9,6 +9,7 @@ from stacklab import StackError, catalog, resolve
 from stacklab.core import editing
 from stacklab.core.errors import annotate
 from stacklab.core.export import to_pytorch
+from stacklab.core.language import default_node_name
 from stacklab.core.resolve import bind_args
 from stacklab.core.shapes import DTYPES
 from stacklab.serve.classroom import MAX_STACK_CHARS, PARAM_BUDGET_BYTES
@@ -98,30 +99,23 @@ if not app_state.hidden("layers"):
     def arg_widgets(spec, values: dict, prefix: str) -> dict:
         chosen = {}
         for arg in spec.args:
-            key = f"{prefix}_{arg.name}"
             value = values.get(arg.name, arg.default)
             help_text = arg.description + (f" ({arg.constraints})" if arg.constraints else "")
-            if arg.type is bool:
-                chosen[arg.name] = st.checkbox(arg.name, value=bool(value), key=key, help=help_text)
-            elif arg.type is int:
-                chosen[arg.name] = int(st.number_input(
-                    arg.name, value=int(value), step=1, key=key, help=help_text,
-                    min_value=int(arg.minimum) if arg.minimum is not None else None,
-                    max_value=int(arg.maximum) if arg.maximum is not None else None))
-            elif arg.type is float:
-                chosen[arg.name] = float(st.number_input(arg.name, value=float(value), key=key,
-                                                         format="%g", help=help_text))
-            elif arg.choices:
-                chosen[arg.name] = st.selectbox(arg.name, arg.choices, key=key, help=help_text,
-                                                index=arg.choices.index(value)
-                                                if value in arg.choices else 0)
+            # Only whole numbers get their range: a float's bound may be open (dropout's
+            # p < 1), which a number box cannot hold; the resolver explains such a value.
+            bounded = arg.type is int
+            widget, kwargs = app_state.value_widget(
+                st, arg.type, help_text, options=arg.choices or None,
+                low=arg.minimum if bounded else None, high=arg.maximum if bounded else None)
+            if arg.choices:
+                kwargs["index"] = arg.choices.index(value) if value in arg.choices else 0
             else:
-                chosen[arg.name] = st.text_input(arg.name, value=str(value), key=key,
-                                                 help=help_text)
+                kwargs["value"] = arg.type(value)
+            chosen[arg.name] = arg.type(widget(arg.name, key=f"{prefix}_{arg.name}", **kwargs))
         return chosen
 
     for index, call in enumerate(calls):
-        name = call.name or f"n{index}"
+        name = call.name or default_node_name(index)
         row = st.columns([5, 1, 1, 1])
         row[0].text(f"{index}  {name}  {call.line_text.strip()[:120]}")
         row[1].button("Up", icon=":material/arrow_upward:", key=f"build_up_{index}",

@@ -25,6 +25,7 @@ from .lab.store import STORED_STATUSES, RunStore
 from .lab.tasks import TASKS
 from .lab.trainer import Run, Status, Trainer, fit_network
 from .lab.trainer import train as _train
+from .serve.experiment import preset_changes
 
 __all__ = ["train", "open_run", "Lab", "in_jupyter", "LiveFigures"]
 
@@ -163,6 +164,7 @@ class Lab:
         self._trainer: Trainer | None = None
         self._thread: threading.Thread | None = None
         self._live: LiveFigures | None = None
+        self._following = False  # a preset is being applied: its own changes follow nothing
         defaults = TrainConfig(task=task).filled()
         self._text = w.Textarea(value=source or TASKS[task].preset(defaults.seq_len),
                                 layout=w.Layout(width="100%", height="150px"),
@@ -185,10 +187,9 @@ class Lab:
         self._train_button.on_click(lambda _: self.train())
         self._stop_button.on_click(lambda _: self.stop())
         self._text.observe(lambda _: self._resolve(), names="value")
-        self._controls["task"].observe(lambda change: self._follow_task(change["new"]),
-                                       names="value")
-        for name in ("seq_len",):
-            self._controls[name].observe(lambda _: self._resolve(), names="value")
+        for name in ("task", "seq_len"):
+            self._controls[name].observe(lambda change, name=name: self._follow(name, change),
+                                         names="value")
         grid = w.GridBox(list(self._controls.values()),
                          layout=w.Layout(grid_template_columns="repeat(3, 1fr)"))
         self.widget = w.VBox([self._text, self._report, grid,
@@ -213,7 +214,7 @@ class Lab:
             if name not in self._controls:
                 raise StackError("E_ARG", f"the Lab has no setting {name!r}",
                                  hint="one of " + ", ".join(self._controls))
-            self._controls[name].value = "" if value is None else value
+            self._controls[name].value = _control_value(SETTINGS[name], value)
 
     def config(self) -> TrainConfig:
         """The settings the controls hold now (checked when training starts)."""
@@ -298,12 +299,24 @@ class Lab:
         self._train_button.disabled, self._stop_button.disabled = False, True
         self._show_status()
 
-    def _follow_task(self, task: str) -> None:
-        defaults = TrainConfig(task=task).filled()
-        for name in ("seq_len", "steps", "batch_size", "lr", "target_accuracy"):
-            self._controls[name].value = "" if getattr(defaults, name) is None else getattr(
-                defaults, name)
-        self._text.value = TASKS[task].preset(defaults.seq_len)
+    def _follow(self, name: str, change: dict) -> None:
+        """A new task or T (``name``), by the app's rule (`preset_changes`): a preset stack
+        follows, and a new task brings its settings; a hand-written stack stays."""
+        if self._following:
+            return
+        now = {"task": self._controls["task"].value, "seq_len": self._controls["seq_len"].value,
+               name: change["old"]}
+        changes = preset_changes(self.source, now["task"], now["seq_len"],
+                                 **{f"new_{name}": change["new"]})
+        self._following = True
+        try:
+            self.set(**{field: value for field, value in changes.items()
+                        if field in self._controls})
+            if "stack" in changes:
+                self.source = changes["stack"]
+        finally:
+            self._following = False
+        self._resolve()
 
     def _resolve(self) -> None:
         """The network report of the stack as typed, or its error with code and caret."""
@@ -340,14 +353,20 @@ def _control(w, row, value):
         return w.Dropdown(options=list(row.choices), value=value, description=row.label,
                           layout=layout, style=style)
     if row.items or row.optional:
-        text = "" if value is None else str(value)
-        return w.Text(value=text, description=row.label, layout=layout, style=style,
-                      placeholder="none" if row.optional else "e.g. 16,32,64")
+        return w.Text(value=_control_value(row, value), description=row.label, layout=layout,
+                      style=style, placeholder=row.empty_hint)
     if row.whole:
         return w.BoundedIntText(value=value, min=int(row.low), max=int(row.high),
                                 description=row.label, layout=layout, style=style)
     return w.BoundedFloatText(value=value, min=row.low, max=row.high, step=row.step,
                               description=row.label, layout=layout, style=style)
+
+
+def _control_value(row, value):
+    """A setting's value as its control holds it: a text box holds text ("" for none)."""
+    if row.items or row.optional:
+        return "" if value is None else str(value)
+    return value
 
 
 def _pre(text: str, error: bool = False) -> str:

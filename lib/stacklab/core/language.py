@@ -127,6 +127,11 @@ class _Token:
     end_col: int
 
 
+def default_node_name(index: int) -> str:
+    """The name of an unnamed node: its 0-based line index, ``n0``, ``n1``, …"""
+    return f"n{index}"
+
+
 def parse(source: str) -> Stack:
     """Parse stack text into a frozen `Stack`; raise `StackError` (``E_PARSE``) if invalid."""
     if not isinstance(source, str):

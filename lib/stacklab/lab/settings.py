@@ -3,8 +3,9 @@
 Each field carries its row of the settings table (`Setting`): type, the library's range,
 the classroom's range (what a link or the app accepts), default, label and help text.
 Everything else is derived from these rows: `TrainConfig.filled`'s checks, the
-``stacklab train`` flags, the URL parser of `stacklab.serve.experiment` and the app's
-widgets. Adding a setting is one field here.
+``stacklab train`` flags, the URL parser of `stacklab.serve.experiment`, the app's widgets
+(``app_state.setting_control``) and the notebook Lab's. A row is plain data: the front ends
+turn it into their own widgets. Adding a setting is one field here.
 
 >>> SETTINGS["steps"].check(0)
 Traceback (most recent call last):
@@ -47,11 +48,12 @@ class Setting:
     link: bool = True  # part of an experiment's link (and the app's controls)
     page: str = "train"  # the app page whose controls show it
     cli: bool = True  # a flag of `stacklab train`
-    step: float = 1  # the app control's step
+    step: float = 1  # a number control's step
     metavar: str = ""  # the value's name in the CLI's usage (default N for ints, X for floats)
     optional: bool = False  # None is a value of its own ("none" in a link: the setting is off)
     items: int = 0  # > 0: a str setting holding a comma-separated list of at most this many
     #                 whole numbers within the ranges ("16,32,64"; "" for none)
+    example: str = ""  # a value as written, for a list's hints ("16,32,64")
 
     @property
     def flag(self) -> str:
@@ -97,7 +99,7 @@ class Setting:
             if problem:
                 raise StackError("E_ARG", f"{self.name} must be a list of at most {self.items} "
                                  f"whole numbers from {self.low:,} to {self.high:,}, not "
-                                 f"{shown(str(value))}", hint=f"e.g. {self.name}=16,32,64")
+                                 f"{shown(str(value))}", hint=f"e.g. {self.name}={self.example}")
             return
         if self.low is not None and not self._in_range(value, *self._library_range()):
             raise StackError("E_ARG", f"{self.name} must be "
@@ -134,21 +136,25 @@ class Setting:
             raise ValueError(f"{text!r} is not {self._range_text(*self._library_range())}")
         return value
 
-    def control(self) -> dict:
-        """Keyword arguments of the app's control: its range (or options), step and help."""
-        if self.choices:
-            options = self.offered() if self.offered else list(self.choices)
-            return {"options": options, "help": self.help}
-        if self.items:
-            return {"help": self.help, "placeholder": "e.g. 16,32,64"}
-        low, high = self.classroom
-        kwargs = {"min_value": self.type(low), "max_value": self.type(high),
-                  "step": self.type(self.step), "help": self.help}
+    def options(self) -> list[str]:
+        """The words a control offers: the choices this machine can serve (``offered``), else
+        every choice."""
+        return list(self.offered() if self.offered else self.choices)
+
+    @property
+    def empty_hint(self) -> str:
+        """What an empty text box of the setting says: ``none`` (an optional setting is then
+        off), or an example of a list."""
         if self.optional:
-            kwargs["placeholder"] = "none"
-        if not self.whole:
-            kwargs["format"] = "%g"
-        return kwargs
+            return "none"
+        return f"e.g. {self.example}" if self.example else ""
+
+    def canonical(self, value: object) -> object:
+        """A checked value as the library keeps it: a list in its one written form
+        ("32, 16,16" is "32,16"); any other value as it is."""
+        if self.items:
+            return self._list(value, self.low, self.high)[0]
+        return value
 
 
 def _whole(text: str) -> int | None:
@@ -208,7 +214,7 @@ class TrainConfig:
              "(steps is then a ceiling); empty or none: train every step")
     eval_lengths: str = setting(
         str, "", label="Evaluate at lengths", metavar="LENGTHS", low=1, high=65_536,
-        classroom=(1, 2048), items=8,
+        classroom=(1, 2048), items=8, example="16,32,64",
         help="after training, held-out accuracy at each of these sequence lengths, e.g. "
              "16,32,64 (length generalization; a length past a table's max_len is reported "
              "as such)")
@@ -233,8 +239,8 @@ class TrainConfig:
             value = getattr(config, row.name)
             if value is not None:
                 row.check(value)
-            if row.items:  # one way to write a list: "32, 16,16" is "32,16"
-                config = replace(config, **{row.name: row._list(value, row.low, row.high)[0]})
+            if row.items:
+                config = replace(config, **{row.name: row.canonical(value)})
         return config
 
 

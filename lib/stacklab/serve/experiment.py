@@ -76,6 +76,35 @@ def task_preset(task: str, seq_len: int | None = None) -> dict[str, object]:
             **spec.defaults(), "seq_len": T, "target_accuracy": spec.target_accuracy}
 
 
+def preset_changes(stack: str, task: str, seq_len: int, input_text: str | None = None, *,
+                   new_task: str | None = None, new_seq_len: int | None = None) -> dict:
+    """The fields that change when ``task`` becomes ``new_task`` or T becomes ``new_seq_len``,
+    under ``stack`` (and the input shape ``input_text``). The app's pages and the notebook's
+    Lab both follow this rule.
+
+    When the stack is still the task's preset, switching task or T switches the preset
+    too (and a new task brings its settings); a hand-written stack is kept, and so are the
+    settings. An input shape of ``B,T`` follows T.
+
+    >>> preset_changes("linear(4)", "reverse", 16, "B,16", new_seq_len=20)
+    {'input': 'B,20'}
+    >>> sorted(preset_changes(TASKS["reverse"].preset(16), "reverse", 16, new_task="shift"))
+    ['batch_size', 'input', 'input_dtype', 'lr', 'seq_len', 'stack', 'steps', 'target_accuracy']
+    """
+    switching = new_task is not None and new_task != task
+    new_task = new_task or task
+    new_seq_len = TASKS[new_task].default_seq_len if switching else (new_seq_len or seq_len)
+    changes = {}
+    if input_text == f"B,{seq_len}" and not switching:
+        changes["input"] = f"B,{new_seq_len}"
+    if stack == TASKS[task].preset(seq_len):
+        preset = task_preset(new_task, new_seq_len)
+        network = {f.name for f in NETWORK_FIELDS}
+        changes.update({k: v for k, v in preset.items()
+                        if k in network or (switching and k in SETTINGS and k != "task")})
+    return changes
+
+
 class _ExperimentRules:
     """The rules of an experiment, shared by links and the app's pages."""
 
@@ -84,23 +113,9 @@ class _ExperimentRules:
         return replace(self, **task_preset(task or self.task, seq_len))
 
     def follow_preset(self, task: str | None = None, seq_len: int | None = None) -> dict:
-        """The fields that change with a new ``task`` or ``seq_len``.
-
-        When the stack is still the task's preset, switching task or T switches the preset
-        too (and a new task brings its settings); an input shape of ``B,T`` follows T.
-        """
-        switching = task is not None and task != self.task
-        task = task or self.task
-        seq_len = TASKS[task].default_seq_len if switching else (seq_len or self.seq_len)
-        changes = {}
-        if self.input == f"B,{self.seq_len}" and not switching:
-            changes["input"] = f"B,{seq_len}"
-        if self.stack == TASKS[self.task].preset(self.seq_len):
-            preset = task_preset(task, seq_len)
-            network = {f.name for f in NETWORK_FIELDS}
-            changes.update({k: v for k, v in preset.items()
-                            if k in network or (switching and k in SETTINGS and k != "task")})
-        return changes
+        """The fields that change with a new ``task`` or ``seq_len`` (`preset_changes`)."""
+        return preset_changes(self.stack, self.task, self.seq_len, self.input,
+                              new_task=task, new_seq_len=seq_len)
 
     def changes_for(self, name: str, value: object) -> dict:
         """Everything that changes when the control of field ``name`` is set to ``value``."""

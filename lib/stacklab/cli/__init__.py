@@ -1,0 +1,54 @@
+"""The ``stacklab`` command line.
+
+    stacklab resolve FILE|- --input B,12 [--input-dtype int64] [--dtype float32] [--json]
+    stacklab train [FILE|-] --task NAME [--seq-len T] [--steps N] [--batch-size N] [--lr X]
+                   [--weight-decay X] [--seed S] [--device auto|cpu|cuda|mps]
+                   [--target-accuracy X] [--eval-lengths LENGTHS] --out DIR
+    stacklab compare RUN RUN... --out DIR        (RUN: a folder of `train --out`, or a run key)
+    stacklab sweep --task NAME --stack FILE [--stack FILE ...] [--seeds 0-4] [--workers N]
+                   [the train flags but --seed] --out DIR
+    stacklab explore FILE [--key NAME] [--rows N] --out DIR   (a table from .safetensors/.npy)
+    stacklab tasks [--json]
+    stacklab ops [--json]
+    stacklab docs --out DIR
+
+Exit status: 0 on success, 1 on a `StackError` (its message on stderr, no traceback),
+2 on a usage error.
+
+The parser and the train flags (from the settings table) are in `flags`; the commands on
+one stack, table or listing in `commands`; ``compare`` and ``sweep`` in `sweep`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..core.errors import StackError
+from .commands import cmd_docs, cmd_explore, cmd_ops, cmd_resolve, cmd_tasks, cmd_train
+from .flags import make_parser
+from .sweep import cmd_compare, cmd_sweep
+
+COMMANDS = {"resolve": cmd_resolve, "train": cmd_train, "compare": cmd_compare,
+            "sweep": cmd_sweep, "explore": cmd_explore, "tasks": cmd_tasks, "ops": cmd_ops,
+            "docs": cmd_docs}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default: the process's); the exit status."""
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    try:
+        command_parser = parser._subparsers._group_actions[0].choices[args.command]
+        return COMMANDS[args.command](args, command_parser) or 0
+    except StackError as err:
+        print(err, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("stacklab: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

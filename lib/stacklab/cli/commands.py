@@ -1,0 +1,127 @@
+"""The commands that work on one thing: ``resolve`` and ``train`` a stack, ``explore`` a
+table, and the ``tasks``, ``ops`` and ``docs`` listings."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from pathlib import Path
+
+from .flags import config_from
+from .paths import out_dir, read_source
+from .progress import ProgressBar
+
+
+def cmd_resolve(args, parser) -> None:
+    from ..core.resolve import resolve
+
+    source = read_source(args.file, parser)
+    network = resolve(source, args.input, input_dtype=args.input_dtype or args.dtype,
+                      dtype=args.dtype)
+    if args.json:
+        print(json.dumps(network.to_dict(), indent=2))
+    else:
+        print(network.table())
+
+
+def cmd_train(args, parser) -> int:
+    from ..lab.checkpoint import run_metadata, save_checkpoint
+    from ..lab.trainer import Status, Trainer
+
+    source = read_source(args.file, parser) if args.file is not None else None
+    trainer = Trainer(source, config_from(args))
+    out = out_dir(args.out, parser)
+    bar = ProgressBar(f"{trainer.task.name} T={trainer.config.seq_len}", trainer.config.steps)
+    trainer.add_callback("on_batch_end", bar.show_run)
+    trainer.add_callback("on_eval", lambda run: bar.show_run(run, force=True))  # fresh accuracy
+    trainer.add_callback("on_end", lambda run: bar.show_run(run, force=True))
+    previous = signal.signal(signal.SIGINT, lambda *_: trainer.stop())  # Ctrl-C ends the run cleanly
+    try:
+        run = trainer.run()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        bar.close()
+    if run.status == Status.FAILED:
+        print(f"stacklab: the run failed: {run.error}", file=sys.stderr)
+        return 1
+    from ..lab.figures import figures_from_json, figures_json
+    from ..lab.report_html import report_html
+    from ..lab.store import write_summary
+
+    figures = figures_json(run)  # drawn once: the report and a later `compare` share them
+    save_checkpoint(out / "model.safetensors", run.model, run_metadata(run))
+    write_summary(out, run, figures)  # metrics.json, figures.json, run.json
+    (out / "report.html").write_text(report_html(run, figures_from_json(figures)),
+                                     encoding="utf-8")
+    final = run.final
+    print(f"{run.status}: {run.step} steps in {run.seconds:.1f} s on {run.device}; held-out "
+          f"accuracy {final['accuracy']:.2%}, loss {final['loss']:.4f}", file=sys.stderr)
+    print(f"wrote {out / 'model.safetensors'}, {out / 'metrics.json'}, {out / 'report.html'}",
+          file=sys.stderr)
+    if run.status == Status.DIVERGED:
+        print(f"stacklab: the run diverged: {run.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_explore(args, parser) -> int:
+    from ..lab.report_html import table_report_html
+    from ..lab.tables import read_table, table_figures, table_scores
+
+    if args.rows is not None and args.rows < 2:
+        parser.error("--rows must be 2 or more")
+    table = read_table(args.file, args.key)
+    name = args.key or Path(args.file).stem
+    scores = table_scores(table, args.rows)
+    figures = table_figures(table, name, args.rows)
+    out = out_dir(args.out, parser)
+    (out / "scores.json").write_text(json.dumps({"table": name, **scores}, indent=2) + "\n")
+    (out / "report.html").write_text(table_report_html(name, scores, figures), encoding="utf-8")
+    print(f"{name} {list(table.shape)}: " + (", ".join(
+        f"{key} {value:.2f}" for key, value in scores.items() if isinstance(value, float))
+        or "no score applies to a table this short"), file=sys.stderr)
+    print(f"wrote {out / 'scores.json'}, {out / 'report.html'}", file=sys.stderr)
+    return 0
+
+
+def _print_columns(rows: list[tuple[str, ...]]) -> None:
+    """Left-aligned columns, each as wide as its widest cell plus two; the last one free."""
+    widths = [max(len(row[i]) for row in rows) + 2 for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        print("".join(cell.ljust(width) for cell, width in zip(row, widths)) + row[-1])
+
+
+def cmd_tasks(args, parser) -> None:
+    from ..lab.tasks import TASKS
+
+    if args.json:
+        print(json.dumps([task.to_dict() for task in TASKS.values()], indent=2))
+        return
+    rows = [("name", "vocab", "output", "description")]
+    rows += [(t.name, str(t.vocab), t.output_text(), t.description) for t in TASKS.values()]
+    _print_columns(rows)
+
+
+def cmd_ops(args, parser) -> None:
+    from ..core.spec import catalog
+
+    specs = list(catalog().values())
+    if args.json:
+        print(json.dumps([{"name": s.name, "identity": s.identity, "category": s.category,
+                           "signature": s.signature, "shape": s.shape_text,
+                           "summary": s.summary} for s in specs], indent=2))
+        return
+    rows = [("identity", "category", "signature", "summary")]
+    rows += [(s.identity, s.category, s.signature, s.summary) for s in specs]
+    _print_columns(rows)
+
+
+def cmd_docs(args, parser) -> None:
+    from ..core.docs import write_docs
+
+    try:
+        written = write_docs(args.out)
+    except OSError as err:
+        parser.error(f"cannot write to {args.out!r}: {err.strerror or err}")
+    print(f"wrote {len(written)} pages to {args.out}", file=sys.stderr)
