@@ -16,7 +16,7 @@ embedding(500, 16)  # tokens
 from __future__ import annotations
 
 from .language import Call, parse
-from .resolve import bind_args
+from .resolve import bind_args, example_call
 from .spec import OpSpec, format_value
 
 
@@ -41,12 +41,10 @@ def format_call(spec: OpSpec, values: dict[str, object], name: str | None = None
 
 def example_values(spec: OpSpec) -> dict[str, object]:
     """A sensible value for every argument: from the op's first example call, else defaults."""
-    values = {arg.name: arg.default for arg in spec.args}
-    for example in spec.examples:
-        for call in parse(example.stack).calls:
-            if call.op == spec.name:
-                return dict(bind_args(spec, call))
-    return values
+    call = example_call(spec)
+    if call is not None:
+        return dict(bind_args(spec, call))
+    return {arg.name: arg.default for arg in spec.args}
 
 
 def _lines(source: str) -> list[str]:

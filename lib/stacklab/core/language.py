@@ -77,6 +77,11 @@ class Call:
     name_span: Span | None
     line_text: str
 
+    @property
+    def call_source(self) -> str:
+        """The call as written, without its name: ``pos_embed(32)``."""
+        return self.line_text[self.op_span.col - 1:self.span.end_col - 1]
+
     def error(self, code: str, message: str, *, span: Span | None = None, **kw) -> StackError:
         """A `StackError` pointing at this call (or at ``span`` inside its line)."""
         where = span or self.span
@@ -125,11 +130,6 @@ class _Token:
     text: str
     col: int  # 1-based
     end_col: int
-
-
-def default_node_name(index: int) -> str:
-    """The name of an unnamed node: its 0-based line index, ``n0``, ``n1``, …"""
-    return f"n{index}"
 
 
 def parse(source: str) -> Stack:

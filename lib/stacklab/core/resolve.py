@@ -151,12 +151,21 @@ def _arg_hint(spec: OpSpec, key: str) -> str:
     return f"{spec.name} takes {spec.signature}"
 
 
-def _example_call(spec: OpSpec) -> str:
-    """A valid call, from the first example of the spec (or made up from the ranges)."""
+def example_call(spec: OpSpec) -> Call | None:
+    """The first call of ``spec``'s op in its documented examples, or None."""
     for example in spec.examples:
-        for line in example.stack.splitlines():
-            if line.startswith(spec.name + "(") and (line != f"{spec.name}()" or not spec.args):
-                return line
+        for call in parse(example.stack).calls:
+            if call.op == spec.name:
+                return call
+    return None
+
+
+def _example_call(spec: OpSpec) -> str:
+    """A valid call for a hint: the op's example call (or one made up from its required
+    arguments, when the example leaves out the arguments the op takes)."""
+    call = example_call(spec)
+    if call is not None and (call.args or not spec.args):
+        return call.call_source
     return f"{spec.name}({', '.join('16' for arg in spec.args if arg.required)})"
 
 
