@@ -25,28 +25,55 @@ from stacklab.serve.classroom import MAX_LINK_STACK_CHARS, SESSION_TTL_SECONDS
 from stacklab.serve.experiment import Experiment, from_query, to_query
 from stacklab.serve.pool import JobPool
 
-# What Markdown (and Streamlit's :color[...] and :icon: directives, $math$ and GitHub-style
-# autolinks) gives a meaning to; user text shown on a page has each of them escaped.
-_ALWAYS = re.compile(r"([\\`*\[\]#$~<>|:])")
-_EDGE_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")  # seq_len stays as is
-_LINE_START = re.compile(r"^(\s*)([-+]|\d+\.)")  # a list item
+# A word of user text that Markdown, GitHub's autolinks and Streamlit's extras (:color[...],
+# :icon:, :material/...:, $math$) leave as it is: letters, digits, quotes, brackets and
+# sentence punctuation, an underscore only inside a word (seq_len), a colon only at its
+# end, and no "www." (an autolink even with its dot escaped). Any other word is shown in
+# a code span, where nothing is interpreted.
+_INERT_WORD = re.compile(r"""(?:[A-Za-z0-9'"(),;=/?!+.%-]|[^\x00-\x7f]"""
+                         r"|(?<=[A-Za-z0-9])_(?=[A-Za-z0-9]))+:?")
+_LINE_START = re.compile(r"""[A-Za-z0-9'"(]|[^\x00-\x7f]""")  # not a list, quote or heading
+_LIST_NUMBER = re.compile(r"\d+[.)]")
+
+
+def _inert(word: str, first: bool) -> bool:
+    return bool(_INERT_WORD.fullmatch(word)) and "www." not in word.lower() and not (
+        first and (not _LINE_START.match(word) or _LIST_NUMBER.fullmatch(word)))
+
+
+def _code_span(text: str) -> str:
+    """``text`` as a Markdown code span: a fence longer than any run of backticks in it.
+    Streamlit rewrites every ``:material/`` of a page's Markdown, code spans too, before it
+    parses it; that colon is written as ``&#58;`` between two spans, so it stays as typed."""
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    first, *rest = text.split(":material/")
+    return "&#58;".join(f"{fence} {part} {fence}" if part else ""
+                        for part in [first, *("material/" + part for part in rest)])
 
 
 def plain(text: object, limit: int = 400) -> str:
     """``text`` from a user (a stack, a link, an error that quotes them) as Markdown that
     shows exactly those characters: one line, at most ``limit`` characters, no link, image,
-    heading, list, formatting, colour, icon or formula.
+    heading, list, formatting, colour, icon, emoji or formula. Plain words stay as they are;
+    runs of words Markdown could read go into code spans, which Markdown never interprets.
 
-    >>> plain("x` **B** [L](https://e.com/l) ![I](i.png) $x$ :red[r]")
-    'x\\` \\*\\*B\\*\\* \\[L\\](https\\://e.com/l) !\\[I\\](i.png) \\$x\\$ \\:red\\[r\\]'
+    >>> plain("task='[L](https://e.com/l)' is not one of reverse, shift")
+    "` task='[L](https://e.com/l)' ` is not one of reverse, shift"
+    >>> plain("x`` $x$ :smile: www.e.com seq_len\\n# H :material/home:")
+    '``` x`` $x$ :smile: www.e.com ``` seq_len ` # ` H &#58;` material/home: `'
     """
-    text = " ".join(str(text).split("\n"))
+    text = " ".join(str(text).split())  # one line: newlines and runs of spaces folded
     if len(text) > limit:
         text = text[:limit] + "…"
-    text = _EDGE_UNDERSCORE.sub(r"\\_", _ALWAYS.sub(r"\\\1", text))
-    text = re.sub(r"(?i)\bwww\.", lambda m: m.group()[:-1] + "\\.", text)
-    return _LINE_START.sub(lambda m: m.group(1) + (m.group(2)[:-1] + "\\." if m.group(2)[-1] == "."
-                                                   else "\\" + m.group(2)), text)
+    shown, held = [], []  # held: the words of the code span being gathered
+    for index, word in enumerate(text.split(" ") if text else []):
+        if _inert(word, first=index == 0):
+            shown += [_code_span(" ".join(held))] if held else []
+            shown.append(word)
+            held = []
+        else:
+            held.append(word)
+    return " ".join(shown + ([_code_span(" ".join(held))] if held else []))
 
 
 def show_error(err, prefix: str = "") -> None:
@@ -283,7 +310,7 @@ def show_pinned(fields) -> None:
 def show_figures(drawn, key: str) -> None:
     """Figures of a run (`RunFigure`s) one under another: title, score, caption, chart."""
     for index, drawn_figure in enumerate(drawn):
-        st.subheader(drawn_figure.title)
+        st.subheader(plain(drawn_figure.title, 200))
         if drawn_figure.score:
             st.markdown(f"**{plain(drawn_figure.score, 300)}**")
         st.caption(plain(drawn_figure.caption, 1000))

@@ -1,8 +1,9 @@
 """The main journey in a real browser: the real Streamlit server, Debian's Chromium, Playwright.
 
 Open a link with a stack, see the report, train, open Explore and see the heatmap and
-the gradient rows. Screenshots of every page go to assets/screenshots/ (the README shows
-them). Without a browser these tests skip, except in CI (STACKLAB_CI=1), where they fail.
+the gradient rows. Hostile links, stacks and an upload's name stay text on the rendered
+page. Screenshots of every page go to assets/screenshots/ (the README shows them). Without
+a browser these tests skip, except in CI (STACKLAB_CI=1), where they fail.
 """
 
 from __future__ import annotations
@@ -171,3 +172,127 @@ def test_two_students_on_one_link_share_one_training(server, browser):
     assert fresh.get_by_text("Attention by position alone").count() >= 1
     for page in [*students, fresh]:
         page.context.close()
+
+
+# Hostile text (issue 18): user text on a page must stay text in the browser, where
+# Streamlit's Markdown (GitHub autolinks, KaTeX, emoji, :color[...], :material/...:) runs.
+HOSTILE_LINKS = {  # a link, and the user's characters its page must show as they are
+    # (a parameter the app does not know, like [L](...) below, is ignored, never shown)
+    "/train?task=[L](https://example.com/l)": "[L](https://example.com/l)",
+    "/?input=[L](https://example.com/l)": "[L](https://example.com/l)",
+    "/train?hide=[L](https://example.com/l),x": "[L](https://example.com/l)",
+    "/train?seq_len=https://example.com/s": "https://example.com/s",
+    "/explore?run=www.example.com/r": "www.example.com/r",
+    "/train?seed=$x^2$%20:smile:%20:red[r]%20a@example.com": "$x^2$ :smile: :red[r] a@example.com",
+    "/train?steps=![I](https://example.com/i.png)": "![I](https://example.com/i.png)",
+    "/train?weight_decay=:material/home:%20:blue[b]%20:smile:": ":material/home: :blue[b] :smile:",
+    "/train?lr=example.com/b%20_ital_%20*emph*%20~~strk~~": "example.com/b _ital_ *emph* ~~strk~~",
+    "/train?batch_size=%23%20HEADING%20**bold**%20<b>bold</b>%20%26amp;":
+        "# HEADING **bold** <b>bold</b> &amp;",
+    "/train?device=https://example.com/d&dtype=$x$&input_dtype=a@example.com"
+    "&eval_lengths=www.example.com/e&[L](https://example.com/k)=[L](https://example.com/u)":
+        ("https://example.com/d", "'$x$'", "a@example.com", "www.example.com/e"),
+    "/compare?compare=[L](https://example.com/c),www.example.com/k":
+        ("[L](https://example.com/c)", "www.example.com/k"),
+}
+HOSTILE_STACKS = [  # typed on Build; each line's error quotes the user's text
+    'linear("[L](https://example.com/l) www.example.com/w")',
+    'linear("$x^2$ :smile: :red[r] a@example.com")',
+    'linear(":material/home: ![I](https://example.com/i.png)")',
+]
+HOSTILE_COMMENT = ("# c` **bold** [L](https://example.com/c) $x$ :smile: www.example.com/c "
+                   "a@example.com")
+HOSTILE_FILE = ("[L](https://example.com/f) www.example.com $x$ :smile: a@example.com "
+                "<a href='https://example.com/p'>p</a> <b>bold</b> &amp;")
+
+RENDERED = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const here = (url) => URL.canParse(url, location.href)
+      && new URL(url, location.href).origin === location.origin;
+  const inApp = (url) => !url || url.startsWith('data:') || url.startsWith('blob:') || here(url);
+  const href = (a) => a.getAttribute('href') || a.getAttribute('xlink:href') || '';
+  return {
+    text: main.innerText.replace(/\\s+/g, ' '),
+    outside_links: [...document.querySelectorAll('a')].map(href).filter(h => !inApp(h)),
+    outside_images: [...document.querySelectorAll('img, image')]
+        .map(i => i.getAttribute('src') || i.getAttribute('href') || '').filter(s => !inApp(s)),
+    formulas: document.querySelectorAll('.katex, .katex-display, math').length,
+    formatted: [...main.querySelectorAll('h1, h2, h3, h4, h5, h6, strong, em, del, s')]
+        .map(e => e.innerText),
+  };
+}"""
+
+
+MARKS = ("example", "HEADING", "$", "smile", "bold", "ital", "emph", "strk")
+
+
+def assert_shown_as_text(page, typed: str):
+    """The page shows ``typed`` character for character, and nothing of it came to life:
+    no link or image leaving the app, no formula, and no heading, bold, italics or
+    strike-through made of it."""
+    deadline = time.monotonic() + 15
+    while True:
+        page.wait_for_timeout(300)
+        seen = page.evaluate(RENDERED)
+        if typed in seen["text"] or time.monotonic() > deadline:
+            break
+    assert not seen["outside_links"], seen["outside_links"]
+    assert not seen["outside_images"], seen["outside_images"]
+    assert not seen["formulas"], "a $...$ became a formula"
+    assert not [f for f in seen["formatted"] if any(mark in f for mark in MARKS)], seen["formatted"]
+    assert typed in seen["text"], (typed, seen["text"][:3000])
+
+
+@pytest.fixture
+def tab(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    yield context.new_page()
+    context.close()
+
+
+@pytest.mark.parametrize("link", HOSTILE_LINKS)
+def test_hostile_link_values_show_as_text(server, tab, link):
+    tab.goto(server + link)
+    tab.locator("[data-testid='stAlert']").first.wait_for(timeout=30_000)
+    shown = HOSTILE_LINKS[link]
+    for typed in (shown,) if isinstance(shown, str) else shown:
+        assert_shown_as_text(tab, typed)
+
+
+def test_hostile_stacks_and_comments_typed_on_build_show_as_text(server, tab):
+    tab.goto(f"{server}/?input=B,4&input_dtype=float32")
+    box = tab.locator("textarea").first
+    box.wait_for(timeout=30_000)
+    for stack in HOSTILE_STACKS:
+        box.fill(f"{HOSTILE_COMMENT}\n{stack}")
+        box.press("Control+Enter")
+        tab.get_by_text("E_ARG").first.wait_for(timeout=20_000)
+        assert_shown_as_text(tab, stack[len('linear('):-1])  # quoted in the error
+        assert_shown_as_text(tab, HOSTILE_COMMENT)  # in the stack's listing
+    box.fill(f"x = linear(4)  {HOSTILE_COMMENT}\nrelu()")
+    box.press("Control+Enter")
+    tab.get_by_text("Parameters: 20").first.wait_for(timeout=20_000)
+    assert_shown_as_text(tab, HOSTILE_COMMENT)  # in the layer list too
+
+
+def test_a_hostile_upload_name_on_explore_shows_as_text(server, tab):
+    import io
+
+    import numpy as np
+
+    table = io.BytesIO()
+    np.save(table, np.random.default_rng(0).normal(size=(16, 8)).astype("float32"))
+    tab.goto(f"{server}/explore")
+    tab.get_by_text("A table trained elsewhere").first.click()
+    upload = tab.locator("[data-testid='stFileUploaderDropzoneInput']")
+    upload.set_input_files({"name": f"{HOSTILE_FILE}.npy", "mimeType": "application/octet-stream",
+                            "buffer": table.getvalue()})
+    tab.get_by_text("Cosine by distance").first.wait_for(timeout=60_000)
+    tab.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+    assert_shown_as_text(tab, f"rows of {HOSTILE_FILE} points")  # a figure's caption
+    titles = tab.evaluate("[...document.querySelectorAll('.gtitle')].map(t => t.textContent)")
+    assert f"Cosine similarity of {HOSTILE_FILE}'s rows" in titles, titles  # plotly's, as text
+    upload.set_input_files({"name": f"{HOSTILE_FILE}.npy", "mimeType": "application/octet-stream",
+                            "buffer": b"not a table"})
+    tab.get_by_text("E_VALUE").first.wait_for(timeout=30_000)
+    assert_shown_as_text(tab, HOSTILE_FILE.rsplit("/", 1)[-1] + ".npy")  # the error names it

@@ -75,7 +75,7 @@ if not entries:
 
 st.dataframe(table_rows(entries), hide_index=True)
 for run_label, run in entries:
-    with st.expander(f"{run_label}: the stack"):
+    with st.expander(f"{app_state.plain(run_label, 120)}: the stack"):
         st.code(run.network.source, language=None)
 
 cache = st.session_state.get("compare_drawn")
@@ -84,7 +84,7 @@ if cache is None or cache[0] != wanted:
     cache = (wanted, aligned(entries))  # figures as their workers drew them; no tensor read
     st.session_state["compare_drawn"] = cache
 for row, (title, versions) in enumerate(cache[1]):
-    st.subheader(title)
+    st.subheader(app_state.plain(title, 200))
     for index, (column, (run_label, _), version) in enumerate(
             zip(st.columns(len(entries)), entries, versions)):
         column.markdown(f"**{app_state.plain(run_label, 120)}**")

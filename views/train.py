@@ -30,8 +30,8 @@ st.markdown(f"**{task.name}** — {task.description}  \n*What the position table
             f"learn:* {task.pattern}")
 
 if experiment.device not in available:
-    st.warning(f"Device {app_state.plain(experiment.device)} is not available on this server; runs use "
-               "auto (the best available).")
+    st.warning(f"Device {app_state.plain(experiment.device)} is not available on this server; "
+               "runs use auto (the best available).")
 config = experiment.train_config(available)
 fits = True
 try:
@@ -140,7 +140,8 @@ def status_panel():
         if now.pattern is not None:
             right.plotly_chart(now.pattern.figure, key=f"train_pattern_{now.id}")
             score = f" — {app_state.plain(now.pattern.score, 300)}" if now.pattern.score else ""
-            right.caption(f"**{now.pattern.title}** at step {now.history[-1]['step']}{score}: "
+            right.caption(f"**{app_state.plain(now.pattern.title, 200)}** at step "
+                          f"{now.history[-1]['step']}{score}: "
                           f"{app_state.plain(now.pattern.caption, 1000)}")
     if not now.active and current.run is not None:
         app_state.keep_run(current)

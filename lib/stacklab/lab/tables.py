@@ -17,6 +17,7 @@ with ``allow_pickle=False``.
 from __future__ import annotations
 
 import contextlib
+import html
 import io
 import tempfile
 from pathlib import Path
@@ -191,6 +192,7 @@ def table_figures(table: torch.Tensor, name: str, rows: int | None = None) -> li
     found = table_scores(table, rows)
     T = found["rows_scored"]
     shown = table[:MAX_TABLE_ROWS]
+    titled = html.escape(name, quote=False)  # plotly reads tags (<a href>, <b>) in a title
 
     def score(key: str, label: str) -> str:
         return f"{label} {found[key]:.2f}" if found[key] is not None else ""
@@ -198,15 +200,16 @@ def table_figures(table: torch.Tensor, name: str, rows: int | None = None) -> li
     return [
         RunFigure("Cosine similarity of the rows",
                   f"How alike each pair of rows of {name} points.",
-                  similarity_heatmap(shown, "cosine", title=f"Cosine similarity of {name}'s rows"),
+                  similarity_heatmap(shown, "cosine",
+                                     title=f"Cosine similarity of {titled}'s rows"),
                   score("distance_rank", "distance rank")),
         RunFigure("Cosine by distance",
                   "The mean cosine of all row pairs the same distance apart.",
-                  cosine_by_distance_plot(found["cosine_by_distance"], None, name),
+                  cosine_by_distance_plot(found["cosine_by_distance"], None, titled),
                   score("monotonicity", "monotonicity")),
         RunFigure("Dot-product similarity of the rows",
                   "The same without normalising: long rows stand out.",
-                  similarity_heatmap(shown, "dot", title=f"Dot product of {name}'s rows"),
+                  similarity_heatmap(shown, "dot", title=f"Dot product of {titled}'s rows"),
                   score("translation_invariance", "translation invariance")),
         RunFigure("PCA of the rows (2D)",
                   "Each row on the two directions along which the rows differ most.",
