@@ -26,7 +26,7 @@ def measure() -> dict:
         runs = []
         for seed in SEEDS:
             run = stacklab.train(task=name, seed=seed)
-            pattern = run.scores()[run.position_nodes[0]]["pattern"]
+            pattern = run.position_table_scores()[run.position_nodes[0]]["pattern"]
             runs.append({"seed": seed, "steps": run.step, "accuracy": run.final["accuracy"],
                          "value": pattern["value"], "init": pattern["init"]})
         values = [r["value"] for r in runs]

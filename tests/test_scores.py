@@ -11,7 +11,7 @@ import torch
 
 import stacklab
 from stacklab import analysis, figures
-from stacklab.lab import scores as S
+from stacklab.lab import scores as score_maths
 from stacklab.lab.trainer import train
 
 LINEAR_BETWEEN = ("embedding(16, 64)\npos_embed(32)\nlinear(32)\nattention(4)\nlayer_norm()\n"
@@ -23,25 +23,26 @@ LINEAR_BETWEEN = ("embedding(16, 64)\npos_embed(32)\nlinear(32)\nattention(4)\nl
 
 def test_table_scores_on_known_tables():
     sinusoid = analysis.sinusoidal_table(32, 64)
-    assert S.translation_invariance(sinusoid) == pytest.approx(1.0, abs=1e-6)
-    assert S.monotonicity(sinusoid) > 0.9
-    assert S.position_probe_error(sinusoid) < 0.5
+    assert score_maths.translation_invariance(sinusoid) == pytest.approx(1.0, abs=1e-6)
+    assert score_maths.monotonicity(sinusoid) > 0.9
+    assert score_maths.position_probe_error(sinusoid) < 0.5
     random = torch.randn(32, 64, generator=torch.Generator().manual_seed(0))
-    assert abs(S.monotonicity(random)) < 0.2 and abs(S.distance_rank(random)) < 0.2
-    assert S.position_probe_error(random) > 4
+    assert abs(score_maths.monotonicity(random)) < 0.2
+    assert abs(score_maths.distance_rank(random)) < 0.2
+    assert score_maths.position_probe_error(random) > 4
     periodic = torch.randn(8, 16).repeat(4, 1)
-    assert S.period_contrast(periodic, 8) > 0.8
-    assert S.cosine_by_distance(periodic)[7] == pytest.approx(1.0)
+    assert score_maths.period_contrast(periodic, 8) > 0.8
+    assert score_maths.cosine_by_distance(periodic)[7] == pytest.approx(1.0)
     angle = torch.arange(16) * 0.2  # a rotating row: cosine = cos(0.2 * distance)
     circle = torch.stack([angle.cos(), angle.sin()], dim=1)
-    assert S.distance_rank(circle) > 0.99
-    assert S.symmetry(None) == 1.0
+    assert score_maths.distance_rank(circle) > 0.99
+    assert score_maths.symmetry(None) == 1.0
     scores = torch.randn(8, 8)
-    assert S.symmetry(scores + scores.T) == pytest.approx(1.0)
-    assert S.symmetry(scores - scores.T) == pytest.approx(-1.0)
+    assert score_maths.symmetry(scores + scores.T) == pytest.approx(1.0)
+    assert score_maths.symmetry(scores - scores.T) == pytest.approx(-1.0)
     weights = torch.eye(4).flip(0)
-    assert S.partner_attention(weights, [3, 2, 1, 0]) == 1.0
-    assert S.rows_decoded(torch.eye(5) * 3) == 1.0
+    assert score_maths.partner_attention(weights, [3, 2, 1, 0]) == 1.0
+    assert score_maths.rows_decoded(torch.eye(5) * 3) == 1.0
 
 
 # -- finding 1: attention by position goes through the ops between ------------------------
@@ -99,7 +100,7 @@ def test_a_path_that_cannot_be_evaluated_is_skipped_with_its_reason():
                                       "at n2 (linear)")
     assert "not drawn" in skipped.figure.layout.title.text
     assert "Cosine similarity of the rows" in drawn and "Gradient per row" in drawn
-    entry = run.scores()["n1"]
+    entry = run.position_table_scores()["n1"]
     assert entry["pattern"]["value"] is None and "n2 (linear)" in entry["skipped"]["pattern"]
     assert "not measured" in analysis.score_text(entry, "pattern")
 
@@ -109,7 +110,7 @@ def test_a_path_that_cannot_be_evaluated_is_skipped_with_its_reason():
 
 def test_the_position_task_shows_rows_that_decode_alone():
     run = stacklab.train(task="position", seed=0)
-    entry = run.scores()["n1"]
+    entry = run.position_table_scores()["n1"]
     assert entry["pattern"] == {"name": "rows_decoded", "value": 1.0,
                                 "init": entry["pattern"]["init"]}
     assert entry["pattern"]["init"] <= 2 / 16
@@ -173,7 +174,8 @@ def test_captions_pca_and_the_attention_forming():
     assert len(animation.frames) == min(figures.MAX_FRAMES, len(run.attention_snapshots["n1"]))
     first, last = run.attention_snapshots["n1"][0][1], run.attention_snapshots["n1"][-1][1]
     partners = list(range(15, -1, -1))
-    assert S.partner_attention(last, partners) > 2 * S.partner_attention(first, partners)
+    assert (score_maths.partner_attention(last, partners)
+            > 2 * score_maths.partner_attention(first, partners))
 
 
 def test_the_last_frame_is_the_table_a_run_ends_with():
@@ -203,7 +205,8 @@ def test_metrics_hold_every_score_trained_and_at_init(tmp_path):
     store = RunStore(tmp_path)
     store.save(run)
     again = store.load(run.key)
-    assert again.scores() == run.scores() and again.initial_scores == run.initial_scores
+    assert again.position_table_scores() == run.position_table_scores()
+    assert again.initial_scores == run.initial_scores
 
 
 def test_every_preset_shows_its_pattern_for_seeds_0_to_2():

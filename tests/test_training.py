@@ -10,6 +10,7 @@ import torch
 import stacklab
 from stacklab import StackError
 from stacklab.lab.analysis import length_probe
+from stacklab.lab.recorders import PositionTableRecorder
 from stacklab.core.spec import ROLES
 from stacklab.lab.tasks import TASKS
 from stacklab.lab.trainer import TrainConfig, Trainer, train
@@ -89,6 +90,52 @@ def test_snapshots_are_bounded_and_ordered():
     steps = [step for step, _ in run.snapshots["n1"]]
     assert steps[0] == 0 and steps[-1] == 200 and steps == sorted(steps) and len(steps) <= 41
     assert torch.equal(run.snapshots["n1"][0][1], run.initial_tables["n1"])
+
+
+def _recorder_bytes(run, recorder) -> tuple[int, int]:
+    """What ``recorder`` kept for ``run`` (bytes of every tensor it holds or handed over),
+    and the bytes of one frame per table (a snapshot and its attention map)."""
+    held = [*run.initial_tables.values(), *recorder.grad_sum.values(),
+            *recorder.good_grad_sum.values()]
+    held += [table for frames in (run.snapshots, run.attention_snapshots)
+             for snapshots in frames.values() for _, table in snapshots]
+    frame = sum(snapshots[-1][1].nbytes for frames in (run.snapshots, run.attention_snapshots)
+                for snapshots in frames.values())
+    return sum(t.nbytes for t in held), frame
+
+
+@pytest.mark.parametrize("steps", [20, 80])
+def test_the_kept_bytes_estimate_is_what_the_recorder_keeps(steps):
+    """The budget's figure (`PositionTableRecorder.kept_bytes`, from the network alone) is
+    an upper bound of the bytes a real run's recorder keeps, within its documented slack:
+    one frame per table at these step counts. A change to what the recorder keeps that the
+    estimate does not follow fails here."""
+    source = ("embedding(16, 16)\npos_embed(24)\nattention(2)\nlinear(16)\n"
+              "pos_embed(20)\nlinear(16)")  # one table an attention follows, one without
+    recorder = PositionTableRecorder()
+    trainer = Trainer(source, TrainConfig(task="reverse", seq_len=10, steps=steps),
+                      recorders=(recorder,))
+    run = trainer.run()
+    assert run.status == "finished" and set(run.attention_snapshots) == {"n1"}
+    kept, frame = _recorder_bytes(run, recorder)
+    estimate = PositionTableRecorder.kept_bytes(trainer.network, trainer.config)
+    assert kept <= estimate <= kept + frame
+
+
+def test_the_kept_bytes_estimate_bounds_a_run_stopped_or_of_any_length():
+    recorder = PositionTableRecorder()
+    trainer = Trainer(None, TrainConfig(task="reverse", seq_len=8, steps=41), recorders=(recorder,))
+    run = trainer.run()
+    assert len(run.snapshots["n1"]) == 22 <= PositionTableRecorder.most_frames(41)
+    assert _recorder_bytes(run, recorder)[0] <= PositionTableRecorder.kept_bytes(trainer.network,
+                                                                                 trainer.config)
+
+
+def test_run_lives_in_its_own_module_and_the_trainer_still_exports_it():
+    from stacklab.lab import run as run_module, trainer
+
+    assert trainer.Run is run_module.Run is stacklab.Run
+    assert trainer.Status is run_module.Status is stacklab.Status
 
 
 def test_stop_from_another_thread_ends_within_one_step():

@@ -27,7 +27,8 @@ from .core.nodes import Node, Requirement
 from .core.resolve import DEFAULT_BUDGET_BYTES, resolve
 from .core.spec import OpSpec, catalog, get_op
 from .lab.tasks import TASKS, Task, get_task
-from .lab.trainer import Run, Status, TrainConfig, Trainer
+from .lab.run import Run, Status
+from .lab.trainer import TrainConfig, Trainer
 
 __all__ = [
     "__version__",

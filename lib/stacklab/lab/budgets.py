@@ -29,7 +29,7 @@ from ..core.errors import StackError
 from ..core.network import Network
 from ..core.resolve import DEFAULT_BUDGET_BYTES, resolve
 from ..core.shapes import DTYPE_BYTES
-from .recorders import MAX_SNAPSHOTS, SNAPSHOT_ROWS
+from .recorders import PositionTableRecorder
 from .settings import TrainConfig
 from .tasks import EVAL_SIZE
 
@@ -56,7 +56,7 @@ class Budgets:
                 f"seq_len={config.seq_len} would hold about {step_bytes / GiB:.1f} GiB of "
                 f"activations, over the budget of {self.activation_bytes / GiB:.1f} GiB",
                 hint="use a smaller batch_size or seq_len")
-        kept = kept_bytes(network, config)
+        kept = PositionTableRecorder.kept_bytes(network, config)
         if kept > self.kept_bytes:
             raise StackError(
                 "E_BUDGET", f"the run would keep about {_size(kept)} of snapshots, initial "
@@ -64,7 +64,7 @@ class Budgets:
                 f"{_size(self.kept_bytes)}",
                 hint="use a position table with fewer rows or a smaller dim, or fewer steps")
         for length in config.lengths:  # evaluating at another length: one chunk at a time
-            longer = _at_length(network, length)
+            longer = _network_for_length_or_none(network, length)
             if longer is None:
                 continue  # past a table's capacity: reported as such, nothing allocated
             chunk = config.eval_chunk(length)
@@ -84,24 +84,8 @@ class Budgets:
                 hint="use fewer steps, a smaller batch_size or seq_len, or a smaller stack")
 
 
-def kept_bytes(network: Network, config: TrainConfig) -> int:
-    """Bytes the recorder keeps for the run: per position table, its initial copy and the
-    summed row gradients (every row), up to `MAX_SNAPSHOTS` + 2 snapshots of its first
-    `SNAPSHOT_ROWS` rows and, when an attention follows it, a ``[T, T]`` attention map per
-    snapshot, all float32."""
-    snapshots = min(config.steps, MAX_SNAPSHOTS) + 2
-    T = config.seq_len
-    total = 0
-    for index, node in enumerate(network.nodes):
-        if node.spec.role == "position_table":
-            rows, dim = dict(node.params)["weight"]
-            total += 4 * (rows * dim + rows + snapshots * min(rows, SNAPSHOT_ROWS) * dim)
-            if any(later.spec.role == "attention" for later in network.nodes[index + 1:]):
-                total += 4 * snapshots * T * T
-    return total
-
-
-def _at_length(network: Network, length: int) -> Network | None:
+def _network_for_length_or_none(network: Network, length: int) -> Network | None:
+    """``network`` re-resolved for sequences of ``length``; None when it cannot take them."""
     try:
         return resolve(network.source, ["B", length], input_dtype=network.input_dtype,
                        dtype=network.dtype)

@@ -21,25 +21,67 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..core.errors import StackError
-from . import analysis
+from . import probes, run_scores
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .trainer import Run, Trainer
+    from ..core.network import Network
+    from .run import Run
+    from .settings import TrainConfig
+    from .trainer import Trainer
 
-MAX_SNAPSHOTS = 40
-SNAPSHOT_ROWS = 4096  # rows kept per snapshot: enough for any trained length plus spare rows
+FLOAT32_BYTES = 4  # every tensor the recorder keeps is float32, whatever the model's dtype
 
 
 class PositionTableRecorder:
     """Initial tables, snapshots and summed row gradient norms of every position table.
 
-    It fills ``run.initial_tables``, ``run.initial_scores`` (`analysis.model_scores` of
+    It fills ``run.initial_tables``, ``run.initial_scores`` (`run_scores.model_scores` of
     the model as built), ``run.snapshots`` (``[(step, table[:SNAPSHOT_ROWS])]``, at most
-    `MAX_SNAPSHOTS` + 2 of them, the first at step 0 and the last of the model the run
-    ends with), ``run.attention_snapshots`` (the `analysis.positional_attention` map at
-    the same steps, for tables an attention follows) and, when the run ends,
-    ``run.row_grad_norm``.
+    `most_frames` of them, the first at step 0 and the last of the model the run ends
+    with), ``run.attention_snapshots`` (the `probes.positional_attention` map at the same
+    steps, for tables an attention follows) and, when the run ends, ``run.row_grad_norm``.
+    `kept_bytes` says, before a run, how much of it that is.
     """
+
+    MAX_SNAPSHOTS = 40  # snapshots spread over the run, besides step 0 and the last step
+    SNAPSHOT_ROWS = 4096  # rows kept per snapshot: enough for any trained length plus spare rows
+
+    @classmethod
+    def snapshot_interval(cls, steps: int) -> int:
+        """Steps between two snapshots: at most `MAX_SNAPSHOTS` over ``steps``."""
+        return max(1, math.ceil(steps / cls.MAX_SNAPSHOTS))
+
+    @classmethod
+    def most_frames(cls, steps: int) -> int:
+        """The most snapshots a run of ``steps`` keeps per table: step 0, one every
+        `snapshot_interval` steps and the last step (a run of at most `MAX_SNAPSHOTS`
+        steps keeps one fewer: step 0 and each step)."""
+        return min(steps, cls.MAX_SNAPSHOTS) + 2
+
+    @classmethod
+    def kept_bytes(cls, network: "Network", config: "TrainConfig") -> int:
+        """Bytes this recorder keeps for a run of ``network`` with ``config`` (filled),
+        counted from the network before anything is allocated: per position table its
+        initial copy and the summed row gradient norms (every row), `most_frames`
+        snapshots of its first `SNAPSHOT_ROWS` rows and, when an attention follows it, a
+        ``[T, T]`` attention map per snapshot.
+
+        An upper bound. The slack is in the frames: a run that trains every step keeps
+        one frame (a snapshot and its map) per table fewer than `most_frames` when its
+        steps are at most `MAX_SNAPSHOTS` or a multiple of `MAX_SNAPSHOTS` (the defaults),
+        and at worst about half of them otherwise (41 steps: 22 frames). That frame also
+        covers the recorder's copy of the summed norms at the last good state."""
+        frames = cls.most_frames(config.steps)
+        T = config.seq_len
+        total = 0
+        for index, node in enumerate(network.nodes):
+            if node.spec.role == "position_table":
+                rows, dim = dict(node.params)["weight"]
+                total += FLOAT32_BYTES * (rows * dim + rows
+                                          + frames * min(rows, cls.SNAPSHOT_ROWS) * dim)
+                if any(later.spec.role == "attention" for later in network.nodes[index + 1:]):
+                    total += FLOAT32_BYTES * frames * T * T
+        return total
 
     def __init__(self):
         self.tables: list = []  # (node name, layer) of every position table
@@ -61,16 +103,16 @@ class PositionTableRecorder:
         self.grad_sum = {name: torch.zeros(layer.max_len, device=device)
                          for name, layer in self.tables}
         self.good_grad_sum = _copy(self.grad_sum)
-        self.snapshot_every = max(1, math.ceil(run.config.steps / MAX_SNAPSHOTS))
+        self.snapshot_every = self.snapshot_interval(run.config.steps)
         T = run.config.seq_len
-        run.initial_scores = {name: analysis.model_scores(run.model, name, T, run.task)
+        run.initial_scores = {name: run_scores.model_scores(run.model, name, T, run.task)
                               for name, _ in self.tables}
         run.snapshots = {name: [] for name, _ in self.tables}
         run.attention_snapshots = {}
         for name, _ in self.tables:
             try:
-                if analysis.attention_after(run.model, name) is not None:
-                    analysis.positional_attention(run.model, name, T)
+                if probes.attention_after(run.model, name) is not None:
+                    probes.positional_attention(run.model, name, T)
                     run.attention_snapshots[name] = []
             except StackError:
                 pass  # the rows cannot reach the attention: no map to animate
@@ -78,10 +120,10 @@ class PositionTableRecorder:
 
     def _snapshot(self, run: "Run", step: int) -> None:
         for name, _ in self.tables:
-            run.snapshots[name].append((step, run.table(name)[:SNAPSHOT_ROWS].clone()))
+            run.snapshots[name].append((step, run.table(name)[:self.SNAPSHOT_ROWS].clone()))
             if name in run.attention_snapshots:
                 run.attention_snapshots[name].append(
-                    (step, analysis.positional_attention(run.model, name, run.config.seq_len)))
+                    (step, probes.positional_attention(run.model, name, run.config.seq_len)))
 
     def on_after_backward(self, run: "Run") -> None:
         for name, layer in self.tables:

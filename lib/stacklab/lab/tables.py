@@ -179,9 +179,9 @@ def table_scores(table: torch.Tensor, rows: int | None = None) -> dict:
     part = table[:rows]
     found = analysis.rows_scores(part)
     alike = found["monotonicity"] is None and rows >= 2  # the rows are all the same
-    found["distance_rank"] = None if alike else analysis._finite(S.distance_rank(part))
+    found["distance_rank"] = None if alike else analysis.finite_score(S.distance_rank(part))
     found["sinusoid_resemblance"] = (None if alike else
-                                     analysis._finite(sinusoidal_resemblance(part)))
+                                     analysis.finite_score(sinusoidal_resemblance(part)))
     found["rows_scored"] = rows
     found["shape"] = list(table.shape)
     return found

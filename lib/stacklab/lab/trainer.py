@@ -8,7 +8,8 @@ The loop follows minGPT's trainer: a config dataclass (`TrainConfig`, the settin
 table), events (``on_after_backward``, ``on_eval``, ... see `Trainer`) so recorders, the
 CLI's progress bar, the app and notebooks hook in without touching the loop, and a
 `Trainer.stop` that another thread may call. What the position tables do is recorded by
-`stacklab.lab.recorders.PositionTableRecorder`, one such hook. AdamW's weight
+`stacklab.lab.recorders.PositionTableRecorder`, one such hook, into the `Run`
+(`stacklab.lab.run`) that the trainer hands over. AdamW's weight
 decay pulls *every* row of a table towards zero, the untrained rows included: with
 ``weight_decay > 0`` rows ``>= T`` drift although their gradient is exactly zero.
 """
@@ -18,8 +19,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -29,31 +29,17 @@ from ..core.build import StackModule, pick_device
 from ..core.errors import StackError
 from ..core.network import Network
 from ..core.resolve import DEFAULT_BUDGET_BYTES, resolve
-from . import analysis
 from .budgets import Budgets
 from .keys import run_key
+from .lengths import length_generalization
 from .recorders import PositionTableRecorder
+from .run import METRICS_ROWS, Run, Status
 from .settings import TrainConfig
 from .tasks import Task, get_task
 
-
-class Status(StrEnum):
-    """The words a run's state is told in, everywhere (SPEC §10)."""
-
-    QUEUED = "queued"  # waiting for a worker
-    RUNNING = "running"
-    FINISHED = "finished"  # ran all its steps, or reached target_accuracy
-    STOPPED = "stopped"  # someone pressed Stop
-    DIVERGED = "diverged"  # a non-finite loss; the model is back at its last good state
-    FAILED = "failed"  # an error ended it; `Run.error` says which
-
-    def __repr__(self) -> str:
-        return repr(self.value)  # shown as the word it is: 'finished'
-
-    @property
-    def active(self) -> bool:
-        """Queued or running: the run may still change."""
-        return self in (Status.QUEUED, Status.RUNNING)
+# `Run`, `Status` and `METRICS_ROWS` live in `stacklab.lab.run`; they are imported here too,
+# so ``from stacklab.lab.trainer import Run, Status, TrainConfig, Trainer, train`` works.
+__all__ = ["Trainer", "train", "fit_network", "Run", "Status", "TrainConfig", "METRICS_ROWS"]
 
 
 def fit_network(source: str, task: Task, seq_len: int, *, dtype: str = "float32",
@@ -83,107 +69,6 @@ def fit_network(source: str, task: Task, seq_len: int, *, dtype: str = "float32"
                     f"linear({classes})" if pooled else f"end the stack with linear({classes})")
         raise last.call.error("E_SHAPE", message, node=last.name, hint=hint)
     return network
-
-
-METRICS_ROWS = 4096  # rows listed per table in metrics.json (the longest T the settings allow)
-
-
-@dataclass
-class Run:
-    """One training run: settings, model, and everything recorded along the way."""
-
-    config: TrainConfig
-    task: Task
-    network: Network
-    model: StackModule
-    device: str
-    key: str = ""  # the run key (`stacklab.lab.keys.run_key`)
-    status: Status = Status.RUNNING
-    step: int = 0
-    seconds: float = 0.0
-    error: str | None = None  # why a run failed or diverged, in words
-    history: list[dict] = field(default_factory=list)  # held-out {"step", "loss", "accuracy"}
-    train_loss: list[tuple[int, float]] = field(default_factory=list)  # (step, batch loss)
-    # filled by `PositionTableRecorder`, per position table node:
-    initial_tables: dict[str, torch.Tensor] = field(default_factory=dict)
-    snapshots: dict[str, list[tuple[int, torch.Tensor]]] = field(default_factory=dict)
-    # the attention-by-position map ([T, T]) at the same steps, for tables an attention follows
-    attention_snapshots: dict[str, list[tuple[int, torch.Tensor]]] = field(default_factory=dict)
-    initial_scores: dict[str, dict] = field(default_factory=dict)  # analysis.model_scores at init
-    # held-out accuracy at the lengths of ``config.eval_lengths`` (`analysis.length_generalization`)
-    length_generalization: dict[str, dict] = field(default_factory=dict)
-    _scores: tuple | None = field(default=None, repr=False, compare=False)
-    _attention_pattern: tuple | None = field(default=None, repr=False, compare=False)
-    row_grad_norm: dict[str, torch.Tensor] = field(default_factory=dict)  # sum over steps
-
-    @property
-    def position_nodes(self) -> list[str]:
-        """Names of the nodes holding a learned position table."""
-        return list(self.initial_tables)
-
-    @property
-    def final(self) -> dict:
-        """Held-out accuracy and loss of the last evaluation (``None`` before any)."""
-        last = self.history[-1] if self.history else {"accuracy": None, "loss": None}
-        return {"accuracy": last["accuracy"], "loss": last["loss"]}
-
-    def table(self, node: str) -> torch.Tensor:
-        """The current ``[max_len, D]`` position table of ``node``, on the CPU, as float32."""
-        return self.model.get_submodule(node).weight.detach().float().cpu()
-
-    def row_drift(self, node: str) -> torch.Tensor:
-        """``||W_now[i] - W_init[i]||`` per row: exactly zero where nothing moved a row."""
-        return (self.table(node) - self.initial_tables[node]).norm(dim=1)
-
-    def metrics(self) -> dict:
-        """The ``metrics.json`` record (SPEC §8). A table longer than `METRICS_ROWS` rows
-        lists its first `METRICS_ROWS` (every trained row among them) and summarises the
-        rest (``rows_listed``, ``rest``), so the file stays small for any table."""
-        scores = self.scores() if self.position_nodes else {}
-        return {
-            "task": self.task.name,
-            "seq_len": self.config.seq_len,
-            "steps": self.step,
-            "seconds": round(self.seconds, 4),
-            "device": self.device,
-            "final": self.final,
-            "history": list(self.history),
-            "position_tables": {node: self._table_metrics(node, scores)
-                                for node in self.position_nodes},
-            **({"length_generalization": self.length_generalization}
-               if self.length_generalization else {}),
-            **({"attention_by_position": without} if (without := self.attention_pattern())
-               else {}),
-        }
-
-    def attention_pattern(self) -> dict | None:
-        """For a stack without a position table: the attention's partner score
-        (`analysis.attention_pattern_without_table`), once per step."""
-        cached = self._attention_pattern
-        if cached is None or cached[0] != (self.step, self.status):
-            cached = self._attention_pattern = ((self.step, self.status),
-                                                analysis.attention_pattern_without_table(self))
-        return cached[1]
-
-    def scores(self) -> dict[str, dict]:
-        """Every score of every position table, trained and at init (`analysis.scores`);
-        computed once per step of a run (figures and ``metrics.json`` share them)."""
-        cached = self._scores
-        if cached is None or cached[0] != (self.step, self.status):
-            cached = self._scores = ((self.step, self.status), analysis.scores(self))
-        return cached[1]
-
-    def _table_metrics(self, node: str, scores: dict) -> dict:
-        grad, drift = self.row_grad_norm[node], self.row_drift(node)
-        listed = {"max_len": int(grad.shape[0]), "row_grad_norm": grad[:METRICS_ROWS].tolist(),
-                  "row_drift": drift[:METRICS_ROWS].tolist(), "scores": scores[node]}
-        if grad.shape[0] > METRICS_ROWS:
-            listed["rows_listed"] = METRICS_ROWS
-            listed["rest"] = {name: {"min": float(values[METRICS_ROWS:].min()),
-                                     "max": float(values[METRICS_ROWS:].max()),
-                                     "mean": float(values[METRICS_ROWS:].mean())}
-                              for name, values in (("row_grad_norm", grad), ("row_drift", drift))}
-        return listed
 
 
 class Trainer:
@@ -244,6 +129,24 @@ class Trainer:
 
     def run(self) -> Run:
         """Train until ``steps``, a stop, a non-finite loss or ``target_accuracy``."""
+        loop = self._start()
+        run = loop.run
+        try:
+            self._fire("on_start", run)
+            loop.model.train()
+            self._train_steps(loop)
+            if run.status == Status.RUNNING:
+                run.status = Status.FINISHED
+        except StackError as err:
+            run.status, run.error = Status.FAILED, str(err)
+        except (RuntimeError, ValueError, MemoryError) as err:
+            run.status, run.error = Status.FAILED, f"{type(err).__name__}: {err}"
+        finally:
+            self._finish(loop)
+        return run
+
+    def _start(self) -> "_Loop":
+        """A new `Run` with its model as built, and what the loop needs to train it."""
         config, task, device = self.config, self.task, self.device
         model = self.network.build(seed=config.seed, device=device)
         model.set_value_checks(False)  # task data is in range by construction: no host sync
@@ -255,69 +158,88 @@ class Trainer:
         global_rng = torch.random.get_rng_state()
         torch.default_generator.manual_seed(config.seed)
         eval_x, eval_y = task.eval_set(config.seq_len, device=device)
-        optimizer = _adamw(model, config)
-        classes = task.n_classes(config.seq_len)
-        check_every = 1 if device.type == "cpu" else min(config.eval_every, 10)
-        good = _copy_state(model), 0  # the last evaluated state a divergence goes back to
-        start = time.perf_counter()
-        try:
-            self._fire("on_start", run)
-            model.train()
-            limit = self.budgets.seconds
-            for step in range(1, config.steps + 1):
-                if self._stop.is_set():
-                    run.status = Status.STOPPED
+        return _Loop(run=run, model=model, optimizer=_adamw(model, config), generator=generator,
+                     global_rng=global_rng, eval_x=eval_x, eval_y=eval_y,
+                     classes=task.n_classes(config.seq_len),
+                     check_every=1 if device.type == "cpu" else min(config.eval_every, 10),
+                     good=(_copy_state(model), 0), start=time.perf_counter())
+
+    def _train_steps(self, loop: "_Loop") -> None:
+        """Step after step until the last one, a stop, a time limit, a divergence or the
+        target accuracy."""
+        config = self.config
+        for step in range(1, config.steps + 1):
+            if self._stopped_before(loop, step) or not self._train_step(loop, step):
+                break
+            if step % config.eval_every == 0 or step == config.steps:
+                if not self._evaluate_step(loop, step):
                     break
-                if limit is not None and time.perf_counter() - start > limit:
-                    run.status = Status.STOPPED
-                    run.error = (f"time limit: the run may train for {limit:g} s on this "
-                                 f"server; it stopped at step {step - 1}")
-                    break
-                x, y = task.batch(config.batch_size, config.seq_len, generator, device)  # (B, T)
-                logits = model(x)  # (B, T, classes)
-                loss = F.cross_entropy(logits.reshape(-1, classes).float(), y.reshape(-1))
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if step % check_every == 0 or step == config.steps:
-                    value = loss.item()
-                    if not math.isfinite(value):
-                        self._roll_back(run, f"the training loss became {value} at step {step}", good)
-                        break
-                    run.train_loss.append((step, value))
-                self._fire("on_after_backward", run)
-                optimizer.step()
-                run.step = step
-                self._fire("on_batch_end", run)
-                if step % config.eval_every == 0 or step == config.steps:
-                    entry = self._evaluate(model, eval_x, eval_y, classes, step, config.batch_size)
-                    if not math.isfinite(entry["loss"]):
-                        self._roll_back(run, f"the held-out loss became {entry['loss']} at step "
-                                             f"{step}", good)
-                        break
-                    run.history.append(entry)
-                    good = _copy_state(model), step
-                    self._fire("on_eval", run)
-                    target = config.target_accuracy
-                    if target is not None and entry["accuracy"] >= target:
-                        break
-            if run.status == Status.RUNNING:
-                run.status = Status.FINISHED
-        except StackError as err:
-            run.status, run.error = Status.FAILED, str(err)
-        except (RuntimeError, ValueError, MemoryError) as err:
-            run.status, run.error = Status.FAILED, f"{type(err).__name__}: {err}"
-        finally:
-            run.seconds = time.perf_counter() - start
-            torch.random.set_rng_state(global_rng)
-            # every run that did not fail ends with an evaluation of the model it hands over
-            needs_eval = not run.history or run.history[-1]["step"] != run.step
-            if run.status != Status.FAILED and needs_eval:
-                run.history.append(self._evaluate(model, eval_x, eval_y, classes, run.step,
-                                                  config.batch_size))
-            if run.status != Status.FAILED and config.lengths:
-                run.length_generalization = analysis.length_generalization(run, config.lengths)
-            self._fire("on_end", run)
-        return run
+
+    def _stopped_before(self, loop: "_Loop", step: int) -> bool:
+        """Ends the run as stopped, before ``step``, when someone asked or its time is up."""
+        run, limit = loop.run, self.budgets.seconds
+        if self._stop.is_set():
+            run.status = Status.STOPPED
+            return True
+        if limit is not None and time.perf_counter() - loop.start > limit:
+            run.status = Status.STOPPED
+            run.error = (f"time limit: the run may train for {limit:g} s on this "
+                         f"server; it stopped at step {step - 1}")
+            return True
+        return False
+
+    def _train_step(self, loop: "_Loop", step: int) -> bool:
+        """One optimizer step on a fresh batch; False when the loss is not finite (the run
+        is then rolled back)."""
+        config, run = self.config, loop.run
+        x, y = self.task.batch(config.batch_size, config.seq_len, loop.generator,
+                               self.device)  # (B, T)
+        logits = loop.model(x)  # (B, T, classes)
+        loss = F.cross_entropy(logits.reshape(-1, loop.classes).float(), y.reshape(-1))
+        loop.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if step % loop.check_every == 0 or step == config.steps:
+            value = loss.item()
+            if not math.isfinite(value):
+                self._roll_back(run, f"the training loss became {value} at step {step}", loop.good)
+                return False
+            run.train_loss.append((step, value))
+        self._fire("on_after_backward", run)
+        loop.optimizer.step()
+        run.step = step
+        self._fire("on_batch_end", run)
+        return True
+
+    def _evaluate_step(self, loop: "_Loop", step: int) -> bool:
+        """The held-out evaluation after ``step``; a finite one becomes the last good state.
+        False when the loop ends here: a non-finite loss (rolled back) or the target reached."""
+        config, run = self.config, loop.run
+        entry = self._evaluate(loop.model, loop.eval_x, loop.eval_y, loop.classes, step,
+                               config.batch_size)
+        if not math.isfinite(entry["loss"]):
+            self._roll_back(run, f"the held-out loss became {entry['loss']} at step {step}",
+                            loop.good)
+            return False
+        run.history.append(entry)
+        loop.good = _copy_state(loop.model), step
+        self._fire("on_eval", run)
+        target = config.target_accuracy
+        return not (target is not None and entry["accuracy"] >= target)
+
+    def _finish(self, loop: "_Loop") -> None:
+        """Whatever ended the run: its time, the global generator back, a last evaluation of
+        the model it hands over (unless it failed), the other lengths, and ``on_end``."""
+        config, run = self.config, loop.run
+        run.seconds = time.perf_counter() - loop.start
+        torch.random.set_rng_state(loop.global_rng)
+        # every run that did not fail ends with an evaluation of the model it hands over
+        needs_eval = not run.history or run.history[-1]["step"] != run.step
+        if run.status != Status.FAILED and needs_eval:
+            run.history.append(self._evaluate(loop.model, loop.eval_x, loop.eval_y, loop.classes,
+                                              run.step, config.batch_size))
+        if run.status != Status.FAILED and config.lengths:
+            run.length_generalization = length_generalization(run, config.lengths)
+        self._fire("on_end", run)
 
     def _roll_back(self, run: Run, what: str, good: tuple[dict, int]) -> None:
         """End ``run`` as diverged, back at its last good state (recorders roll back too)."""
@@ -343,6 +265,23 @@ class Trainer:
                 correct += int((logits.argmax(-1) == target).sum())
         model.train()
         return {"step": step, "loss": loss_sum / y.numel(), "accuracy": correct / y.numel()}
+
+
+@dataclass
+class _Loop:
+    """What one call of `Trainer.run` trains with, besides the settings."""
+
+    run: Run
+    model: StackModule
+    optimizer: torch.optim.Optimizer
+    generator: torch.Generator  # the training batches
+    global_rng: torch.Tensor  # the global CPU generator's state before the run, restored after
+    eval_x: torch.Tensor  # the held-out set: (N, T)
+    eval_y: torch.Tensor
+    classes: int
+    check_every: int  # steps between checks that the loss is finite (each costs a host sync)
+    good: tuple[dict, int]  # the last evaluated state and its step: where a divergence goes back
+    start: float  # perf_counter at the start
 
 
 def _adamw(model, config: TrainConfig) -> torch.optim.AdamW:

@@ -109,25 +109,25 @@ class Attention(nn.Module):
         bucket = relative_bucket(offset, self.buckets, self.causal)  # (T, T)
         return self.bias[:, bucket]  # (H, T, T)
 
-    def scores(self, x: torch.Tensor) -> torch.Tensor:
-        """The attention scores of each head on ``x`` (B, T, D) before the softmax and any
-        causal mask, position biases included: (B, H, T, T)."""
+    def qk_logits(self, x: torch.Tensor) -> torch.Tensor:
+        """The query-key logits of each head on ``x`` (B, T, D): what goes into the softmax,
+        before any causal mask, position biases included: (B, H, T, T)."""
         q, k, _ = self.heads_qkv(x)
-        scores = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5  # (B, H, T, T)
+        logits = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5  # (B, H, T, T)
         bias = self.position_bias(x.shape[1], x.device)
-        return scores if bias is None else scores + bias
+        return logits if bias is None else logits + bias
 
     def weights(self, x: torch.Tensor) -> torch.Tensor:
         """The attention weights of each head on ``x`` (B, T, D): (B, H, T, T), rows sum to 1.
 
         ``forward`` computes the same inside a fused kernel; this spells it out for analysis.
         """
-        scores = self.scores(x)  # (B, H, T, T)
+        logits = self.qk_logits(x)  # (B, H, T, T)
         if self.causal:
             T = x.shape[1]
             future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
-            scores = scores.masked_fill(future, float("-inf"))
-        return scores.softmax(-1)
+            logits = logits.masked_fill(future, float("-inf"))
+        return logits.softmax(-1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, D) -> (B, T, D)
         B, T, D = x.shape

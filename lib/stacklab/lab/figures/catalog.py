@@ -51,8 +51,8 @@ class FigureContext:
 
     @cached_property
     def scores(self) -> dict:
-        """`analysis.scores` of the table shown."""
-        return self.run.scores()[self.node]
+        """`analysis.position_table_scores` of the table shown."""
+        return self.run.position_table_scores()[self.node]
 
     def score(self, name: str) -> str:
         if name == "pattern" and self.run.initial_scores:
