@@ -97,6 +97,7 @@ def test_views_without_a_table_show_what_the_encoding_does():
     assert metrics["attention_by_position"]["position"] == "rope"
     assert set(metrics["attention_by_position"]["pattern"]) == {"name", "value", "init"}
     assert figures.pattern_figure(rope).title == "Attention by position alone (no table)"
+    assert figures.pattern_figure(rope).key == "attention_without_table"
 
 
 def test_length_generalization_reports_each_length_and_capacity(tmp_path, cli):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 
 import html
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
@@ -282,7 +285,7 @@ def test_run_figures_lists_what_applies(modular_figures, reverse):
                       "Dot-product similarity of the rows", "Similarity during training",
                       "Gradient per row", "Drift from initialisation", "PCA of the rows (2D)",
                       "PCA of the rows (3D)", "Length probe", "Learned vs sinusoidal"]
-    for title, caption, figure, _ in modular_figures:
+    for title, caption, figure, *_ in modular_figures:
         assert isinstance(figure, go.Figure) and figure.layout.title.text
         assert caption.endswith(".") and caption.count(". ") <= 3, caption
     assert "every 8 rows" in modular_figures[1].caption  # the task's pattern
@@ -307,11 +310,81 @@ def test_report_html_is_self_contained(modular, modular_figures):
     assert html.escape(MODULAR_SOURCE) in page and "<b>&</b>" not in page
     assert html.escape(modular.network.table()) in page
     assert f"{modular.final['accuracy']:.1%}" in page and f"{modular.final['loss']:.4f}" in page
-    for title, caption, _, _ in modular_figures:
+    for title, caption, *_ in modular_figures:
         assert f"<h2>{html.escape(title)}</h2>" in page and html.escape(caption) in page
     assert modular.task.description in page
 
 
+def _refuse(constant: str):
+    raise ValueError(f"{constant} in a figure's JSON")
+
+
+def _not_finite(node, path: str = ""):
+    """Where a trace holds a value that is not a finite number: a null in its arrays
+    (plotly writes NaN and infinity as null) or a NaN or infinity in a typed array."""
+    if isinstance(node, dict):
+        if "bdata" in node and np.dtype(node["dtype"]).kind == "f":
+            values = np.frombuffer(base64.b64decode(node["bdata"]), dtype=node["dtype"])
+            if not np.isfinite(values).all():
+                yield path
+        for name, value in node.items():
+            yield from _not_finite(value, f"{path}.{name}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _not_finite(value, f"{path}[{index}]")
+    elif node is None:
+        yield path
+
+
 def test_figures_serialize_to_plain_json(modular_figures):
-    for _, _, figure, _ in modular_figures:
-        json.loads(figure.to_json())  # no NaN or unencodable values
+    for drawn in modular_figures:
+        # json.loads accepts NaN and Infinity unless told not to: plotly.js chokes on them
+        found = json.loads(drawn.figure.to_json(), parse_constant=_refuse)
+        traces = found["data"] + [trace for frame in found.get("frames", [])
+                                  for trace in frame["data"]]
+        assert not list(_not_finite(traces)), (drawn.key, list(_not_finite(traces))[:3])
+
+
+# --- figures named by key ---------------------------------------------------------------
+
+
+def test_every_figure_a_task_or_page_names_is_in_the_catalog():
+    from stacklab.lab.figures import drawing
+    from stacklab.lab.tasks import TASKS
+
+    keys = [spec.key for spec in figures.FIGURES]
+    assert len(set(keys)) == len(keys) and all(re.fullmatch(r"[a-z0-9_]+", key) for key in keys)
+    named = {task.pattern_figure for task in TASKS.values()}
+    named |= {drawing.PATTERN_FALLBACK, drawing.PATTERN_WITHOUT_TABLE}
+    named |= {spec.aligns_with for spec in figures.FIGURES if spec.aligns_with}
+    root = Path(__file__).parent.parent
+    sources = [*root.glob("views/*.py"), root / "app_state.py", *(root / "lib").rglob("*.py")]
+    for path in sources:  # a key a page or the library names in code
+        named |= set(re.findall(r"figure_spec\(\s*[\"'](\w+)[\"']", path.read_text()))
+    for key in named:
+        assert figures.figure_spec(key).key == key
+    with pytest.raises(KeyError, match="no figure 'Cosine similarity of the rows'.*cosine"):
+        figures.figure_spec("Cosine similarity of the rows")  # a title is not a key
+
+
+def test_stored_figures_keep_their_keys_and_older_ones_get_theirs_by_title(reverse):
+    drawn = figures.figures_json(reverse)
+    stored = json.loads(json.dumps(drawn))  # as figures.json holds them
+    back = figures.figures_from_json(stored)
+    fresh = figures.run_figures(reverse)
+    assert [(f.key, f.title, f.caption, f.score, f.skipped) for f in back] == [
+        (f.key, f.title, f.caption, f.score, f.skipped) for f in fresh]
+    assert [f.key for f in back][:2] == ["training_curves", "cosine"]
+    pattern, = figures.figures_from_json(stored, "pattern")
+    assert pattern.key == reverse.task.pattern_figure == "attention_by_position"
+    # figures.json of an older version: [title, caption, json, score], no key
+    older = {"pattern": stored["pattern"][:4],
+             "nodes": {node: [entry[:4] for entry in entries]
+                       for node, entries in stored["nodes"].items()}}
+    described = [(f.key, f.title, f.caption, f.score, f.skipped) for f in back]
+    assert [(f.key, f.title, f.caption, f.score, f.skipped)
+            for f in figures.figures_from_json(older)] == described
+    assert any(skipped for *_, skipped in described)  # reverse has no spare rows: no probe
+    assert figures.figures_from_json(older, "pattern")[0].key == "attention_by_position"
+    older["nodes"]["n1"][1][0] = "A title since renamed"
+    assert figures.figures_from_json(older) is None  # so its reader draws them from the run

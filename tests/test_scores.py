@@ -99,7 +99,9 @@ def test_a_path_that_cannot_be_evaluated_is_skipped_with_its_reason():
     assert skipped.caption.startswith("Skipped: the rows of n1 alone become infinite or nan "
                                       "at n2 (linear)")
     assert "not drawn" in skipped.figure.layout.title.text
+    assert skipped.skipped and skipped.key == "attention_by_position" and not skipped.score
     assert "Cosine similarity of the rows" in drawn and "Gradient per row" in drawn
+    assert not drawn["Cosine similarity of the rows"].skipped
     entry = run.position_table_scores()["n1"]
     assert entry["pattern"]["value"] is None and "n2 (linear)" in entry["skipped"]["pattern"]
     assert "not measured" in analysis.score_text(entry, "pattern")
@@ -116,6 +118,7 @@ def test_the_position_task_shows_rows_that_decode_alone():
     assert entry["pattern"]["init"] <= 2 / 16
     pattern = figures.pattern_figure(run)
     assert pattern.title == "Each row alone through the rest of the stack"
+    assert pattern.key == run.task.pattern_figure == "rows_alone" and not pattern.skipped
     z = np.asarray(pattern.figure.data[0].z)
     assert (z.argmax(1) == np.arange(16)).all()  # the diagonal
     assert "mean norm" in pattern.caption and pattern.score.startswith("rows decoded 1.00")
@@ -140,6 +143,7 @@ def test_the_length_probe_says_what_it_measures_and_restores_the_mode():
         drawn = {f.title: f for f in figures.run_figures(other)}
         assert drawn["Length probe"].caption.startswith("Skipped: the length probe does not "
                                                         f"apply to {task}")
+        assert drawn["Length probe"].skipped and drawn["Length probe"].key == "length_probe"
 
 
 # -- finding 5 and 6 -----------------------------------------------------------------------

@@ -139,3 +139,15 @@ def test_rows_that_are_all_alike_have_no_scores_and_scale_does_not_matter():
         assert len(table_figures(table, "flat")) == 6  # drawn, without numbers
     rows = torch.randn(32, 16, generator=torch.Generator().manual_seed(0))
     assert S.position_probe_error(rows * 1e-30) == pytest.approx(S.position_probe_error(rows * 1e15))
+
+
+def test_a_table_from_a_file_shows_the_catalogs_figures_that_need_only_the_table():
+    from stacklab.lab.figures import FIGURES
+    from stacklab.lab.tables import table_figures
+
+    drawn = table_figures(gpt2_like_table(64, 16), "wpe")
+    shown = [spec for spec in FIGURES if spec.on_table is not None]
+    assert [(f.key, f.title) for f in drawn] == [(spec.key, spec.title) for spec in shown]
+    assert [f.key for f in drawn] == ["cosine", "cosine_by_distance", "dot", "pca_2d", "pca_3d",
+                                      "learned_vs_sinusoidal"]
+    assert not any(f.skipped for f in drawn) and drawn[0].score.startswith("distance rank ")

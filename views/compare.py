@@ -83,7 +83,7 @@ wanted = tuple(run.key for _, run in entries)
 if cache is None or cache[0] != wanted:
     cache = (wanted, aligned(entries))  # figures as their workers drew them; no tensor read
     st.session_state["compare_drawn"] = cache
-for row, (title, versions) in enumerate(cache[1]):
+for figure_key, title, versions in cache[1]:
     st.subheader(app_state.plain(title, 200))
     for index, (column, (run_label, _), version) in enumerate(
             zip(st.columns(len(entries)), entries, versions)):
@@ -93,4 +93,4 @@ for row, (title, versions) in enumerate(cache[1]):
             continue
         if version.score:
             column.markdown(app_state.plain(version.score, 300))
-        column.plotly_chart(version.figure, key=f"compare_{row}_{index}")
+        column.plotly_chart(version.figure, key=f"compare_{figure_key}_{index}")

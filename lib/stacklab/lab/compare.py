@@ -20,12 +20,12 @@ import html
 import statistics
 from typing import Sequence
 
-import plotly.io as pio
+from .figures import FIGURES, RunFigure, figure_spec, figures_from_json
+from .report_html import figure_div, html_page
 
-from .figures import FIGURES, RunFigure, figures_from_json
-from .report_html import STYLE
-
-MAX_COMPARED = 4  # runs the Compare page and `stacklab compare` put side by side
+# Runs the Compare page (and a compare= link) puts side by side: four columns still read.
+# `stacklab compare` takes up to 8, and a sweep's comparison.html shows every run it trained.
+MAX_COMPARED = 4
 WIDE = """
 body { max-width: none; }
 table.runs td, table.runs th { padding: 0.2em 0.8em; text-align: left; border-bottom: 1px solid #ddd; }
@@ -89,16 +89,26 @@ def _figures(run) -> list[RunFigure]:
     return found
 
 
-def aligned(entries: Sequence[tuple[str, object]]) -> list[tuple[str, list[RunFigure | None]]]:
-    """Figure by figure, in the catalog's order: ``(title, [each run's figure or None])``."""
-    # a run without a table shows its attention by position under its own title: aligned
-    # with the other runs' map of the same name
-    drawn = [{figure.title.removesuffix(" (no table)"): figure for figure in _figures(run)}
+def aligned(entries: Sequence[tuple[str, object]]
+            ) -> list[tuple[str, str, list[RunFigure | None]]]:
+    """Figure by figure, in the catalog's order: ``(key, title, [each run's figure or
+    None])``, matched by `FigureSpec.key`. A figure declared to line up with another
+    (`FigureSpec.aligns_with`, e.g. a table-less stack's attention by position alone)
+    shares that figure's row and title."""
+    row_of = {spec.key: spec.aligns_with or spec.key for spec in FIGURES}
+    drawn = [{row_of.get(figure.key, figure.key): figure for figure in _figures(run)}
              for _, run in entries]
-    order = [spec.title for spec in FIGURES]
-    titles = [t for t in order if any(t in d for d in drawn)]
-    titles += sorted({t for d in drawn for t in d} - set(titles))
-    return [(title, [d.get(title) for d in drawn]) for title in titles]
+    keys = [spec.key for spec in FIGURES if any(spec.key in d for d in drawn)]
+    # keys this version's catalog lacks (a figures.json a newer version wrote) go last
+    keys += sorted({key for d in drawn for key in d} - set(keys))
+    return [(key, _row_title(key, drawn), [d.get(key) for d in drawn]) for key in keys]
+
+
+def _row_title(key: str, drawn: list[dict[str, RunFigure]]) -> str:
+    try:
+        return figure_spec(key).title
+    except KeyError:  # the title it was drawn with
+        return next(d[key].title for d in drawn if key in d)
 
 
 def _percent(value) -> str:
@@ -149,28 +159,23 @@ def comparison_html(entries: Sequence[tuple[str, object]], title: str = "stackla
     head = "".join(f"<th>{esc(name)}</th>" for name in columns)
     body = "".join("<tr>" + "".join(f"<td>{esc(row.get(name, ''))}</td>" for name in columns)
                    + "</tr>" for row in rows)
-    parts = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
-             f"<title>{esc(title)}</title>",
-             f"<style>{STYLE}{WIDE}</style></head><body>",
-             f"<h1>{esc(title)}</h1>", preface,
+    parts = [f"<h1>{esc(title)}</h1>", preface,
              f"<table class='runs'><tr>{head}</tr>{body}</table>"]
     for label, run in entries:
         parts.append(f"<details><summary>{esc(label)}: the stack</summary>"
                      f"<pre class='source'>{esc(run.network.source)}</pre></details>")
     first = True
-    for figure_title, versions in aligned(entries):
+    for _, figure_title, versions in aligned(entries):
         cells = []
         for (label, _), version in zip(entries, versions):
             if version is None:
                 cells.append(f"<div><p><strong>{esc(label)}</strong>: not drawn for this run"
                              "</p></div>")
                 continue
-            div = pio.to_html(version.figure, include_plotlyjs=first, full_html=False,
-                              config={"displaylogo": False})
+            div = figure_div(version.figure, with_plotlyjs=first)
             first = False
             score = f"<p class='score'>{esc(version.score)}</p>" if version.score else ""
             cells.append(f"<div><p><strong>{esc(label)}</strong></p>{score}{div}</div>")
         parts.append(f"<section class='figure'><h2>{esc(figure_title)}</h2>"
                      f"<div class='row'>{''.join(cells)}</div></section>")
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
+    return html_page(title, parts, style=WIDE)

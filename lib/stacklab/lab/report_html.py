@@ -27,6 +27,16 @@ p.error { color: #a00; }
 """
 
 
+def html_page(title: str, body: list[str], style: str = "") -> str:
+    """A whole self-contained page: ``title`` in its head, `STYLE` (and ``style`` after it),
+    and the ``body`` parts one to a line: the skeleton of ``report.html``, the table report
+    and ``comparison.html``."""
+    return "\n".join(["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
+                      f"<title>{html.escape(title)}</title>",
+                      f"<style>{STYLE}{style}</style></head><body>", *body,
+                      "</body></html>"]) + "\n"
+
+
 def _settings_rows(run) -> str:
     config = run.config
     final = run.final
@@ -53,10 +63,6 @@ def report_html(run, drawn=None) -> str:
     esc = html.escape
     task = run.task
     parts = [
-        "<!DOCTYPE html>",
-        "<html lang='en'><head><meta charset='utf-8'>",
-        f"<title>stacklab run: {esc(task.name)}</title>",
-        f"<style>{STYLE}</style></head><body>",
         f"<h1>stacklab run: task <code>{esc(task.name)}</code></h1>",
         f"<p>{esc(task.description)}</p>",
         f"<p><strong>What the position table should learn:</strong> {esc(task.pattern)}</p>",
@@ -71,8 +77,7 @@ def report_html(run, drawn=None) -> str:
         f"<pre class='network'>{esc(run.network.table())}</pre>",
     ]
     parts += figure_sections(drawn or run_figures(run))
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
+    return html_page(f"stacklab run: {task.name}", parts)
 
 
 def figure_sections(figures) -> list[str]:
@@ -81,12 +86,18 @@ def figure_sections(figures) -> list[str]:
     esc = html.escape
     sections = []
     for index, drawn_figure in enumerate(figures):
-        div = pio.to_html(drawn_figure.figure, include_plotlyjs=index == 0, full_html=False,
-                          config={"displaylogo": False})
+        div = figure_div(drawn_figure.figure, with_plotlyjs=index == 0)
         score = (f"<p class='score'>{esc(drawn_figure.score)}</p>" if drawn_figure.score else "")
         sections.append(f"<section class='figure'><h2>{esc(drawn_figure.title)}</h2>{score}"
                         f"<p class='caption'>{esc(drawn_figure.caption)}</p>{div}</section>")
     return sections
+
+
+def figure_div(figure, with_plotlyjs: bool) -> str:
+    """``figure`` as a ``<div>`` of the page; ``with_plotlyjs``: plotly.js inlined with it
+    (the first figure of a page), so the page needs no network."""
+    return pio.to_html(figure, include_plotlyjs=with_plotlyjs, full_html=False,
+                       config={"displaylogo": False})
 
 
 def table_report_html(name: str, scores: dict, figures) -> str:
@@ -95,14 +106,11 @@ def table_report_html(name: str, scores: dict, figures) -> str:
     esc = html.escape
     rows = "".join(f"<tr><td>{esc(key.replace('_', ' '))}</td><td>{esc(_shown(value))}</td></tr>"
                    for key, value in scores.items() if key != "cosine_by_distance")
-    parts = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
-             f"<title>stacklab table: {esc(name)}</title>", f"<style>{STYLE}</style></head><body>",
-             f"<h1>Position table <code>{esc(name)}</code></h1>",
-             "<p>A table that was not trained here: the figures and scores that need only the "
-             "table (no model, no task).</p>",
-             f"<table class='settings'>{rows}</table>", *figure_sections(figures),
-             "</body></html>"]
-    return "\n".join(parts) + "\n"
+    return html_page(f"stacklab table: {name}", [
+        f"<h1>Position table <code>{esc(name)}</code></h1>",
+        "<p>A table that was not trained here: the figures and scores that need only the "
+        "table (no model, no task).</p>",
+        f"<table class='settings'>{rows}</table>", *figure_sections(figures)])
 
 
 def _shown(value) -> str:

@@ -58,7 +58,7 @@ def _ranks(values: torch.Tensor) -> torch.Tensor:
     return (first + (counts - 1) / 2).double()[inverse]
 
 
-def _pearson(a: torch.Tensor, b: torch.Tensor) -> float:
+def pearson(a: torch.Tensor, b: torch.Tensor) -> float:
     a, b = a.double() - a.double().mean(), b.double() - b.double().mean()
     denominator = (a.norm() * b.norm()).item()
     return (a @ b).item() / denominator if denominator > 0 else 0.0
@@ -66,7 +66,7 @@ def _pearson(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def spearman(a: torch.Tensor, b: torch.Tensor) -> float:
     """Spearman rank correlation of two 1-D tensors (0 when either is constant)."""
-    return _pearson(_ranks(a.double().flatten()), _ranks(b.double().flatten()))
+    return pearson(_ranks(a.double().flatten()), _ranks(b.double().flatten()))
 
 
 def translation_invariance(rows: torch.Tensor) -> float:
@@ -104,7 +104,7 @@ def symmetry(scores: torch.Tensor | None) -> float:
         return 1.0
     T = scores.shape[0]
     off = ~torch.eye(T, dtype=torch.bool)
-    return _pearson(scores[off], scores.T[off])
+    return pearson(scores[off], scores.T[off])
 
 
 def position_probe_error(rows: torch.Tensor) -> float:

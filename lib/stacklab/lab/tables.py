@@ -17,7 +17,6 @@ with ``allow_pickle=False``.
 from __future__ import annotations
 
 import contextlib
-import html
 import io
 import tempfile
 from pathlib import Path
@@ -27,13 +26,10 @@ import torch
 from safetensors import safe_open
 
 from ..core.errors import StackError
-from . import analysis, scores as S
+from . import analysis, scores as score_maths
 from .checkpoint import read_metadata
-from .figures import RunFigure
-from .figures.curves import cosine_by_distance_plot
-from .figures.heatmaps import learned_vs_sinusoidal, similarity_heatmap, sinusoidal_resemblance
-from .figures.rows import pca_plot
-from .figures.style import MAX_TABLE_ROWS
+from .figures import RunFigure, TableContext, figures_of_table
+from .figures.heatmaps import sinusoidal_resemblance
 
 MAX_FILE_BYTES = 256 << 20  # the largest file the CLI reads
 MAX_UPLOAD_BYTES = 16 << 20  # the largest the Explore page accepts (server.maxUploadSize)
@@ -179,7 +175,7 @@ def table_scores(table: torch.Tensor, rows: int | None = None) -> dict:
     part = table[:rows]
     found = analysis.rows_scores(part)
     alike = found["monotonicity"] is None and rows >= 2  # the rows are all the same
-    found["distance_rank"] = None if alike else analysis.finite_score(S.distance_rank(part))
+    found["distance_rank"] = None if alike else analysis.finite_score(score_maths.distance_rank(part))
     found["sinusoid_resemblance"] = (None if alike else
                                      analysis.finite_score(sinusoidal_resemblance(part)))
     found["rows_scored"] = rows
@@ -188,40 +184,9 @@ def table_scores(table: torch.Tensor, rows: int | None = None) -> dict:
 
 
 def table_figures(table: torch.Tensor, name: str, rows: int | None = None) -> list[RunFigure]:
-    """Every figure that needs only the table, each with its score."""
-    found = table_scores(table, rows)
-    T = found["rows_scored"]
-    shown = table[:MAX_TABLE_ROWS]
-    titled = html.escape(name, quote=False)  # plotly reads tags (<a href>, <b>) in a title
-
-    def score(key: str, label: str) -> str:
-        return f"{label} {found[key]:.2f}" if found[key] is not None else ""
-
-    return [
-        RunFigure("Cosine similarity of the rows",
-                  f"How alike each pair of rows of {name} points.",
-                  similarity_heatmap(shown, "cosine",
-                                     title=f"Cosine similarity of {titled}'s rows"),
-                  score("distance_rank", "distance rank")),
-        RunFigure("Cosine by distance",
-                  "The mean cosine of all row pairs the same distance apart.",
-                  cosine_by_distance_plot(found["cosine_by_distance"], None, titled),
-                  score("monotonicity", "monotonicity")),
-        RunFigure("Dot-product similarity of the rows",
-                  "The same without normalising: long rows stand out.",
-                  similarity_heatmap(shown, "dot", title=f"Dot product of {titled}'s rows"),
-                  score("translation_invariance", "translation invariance")),
-        RunFigure("PCA of the rows (2D)",
-                  "Each row on the two directions along which the rows differ most.",
-                  pca_plot(shown[:T], None, 2),
-                  score("position_probe_error", "position probe error")),
-        RunFigure("PCA of the rows (3D)", "The same on three principal components.",
-                  pca_plot(shown[:T], None, 3)),
-        RunFigure("Learned vs sinusoidal",
-                  "The table's centred cosine beside the sinusoidal table of the same size.",
-                  learned_vs_sinusoidal(table[:T], T),
-                  score("sinusoid_resemblance", "resemblance to the sinusoid r =")),
-    ]
+    """Every figure that needs only the table, each with its score: the figures of
+    `FIGURES` that say how a table from a file shows them (`FigureSpec.on_table`)."""
+    return figures_of_table(TableContext(name, table, table_scores(table, rows)))
 
 
 def gpt2_like_table(rows: int = 1024, dim: int = 768, seed: int = 0) -> torch.Tensor:

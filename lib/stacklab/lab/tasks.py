@@ -45,9 +45,9 @@ class Task:
     # The preset's target_accuracy: every preset reaches 100% held out well before `steps`
     # (seeds 0-2), so a preset run stops there and `steps` is only its ceiling.
     target_accuracy: float | None = 1.0
-    # The title of the run figure (`stacklab.lab.figures.FIGURES`) where the pattern shows:
+    # The key of the run figure (`stacklab.lab.figures.FIGURES`) where the pattern shows:
     # the Train page draws it as it forms.
-    pattern_figure: str = "Cosine similarity of the rows"
+    pattern_figure: str = "cosine"
     # The task's own pattern score (SPEC §15; `stacklab.lab.scores`): partner_attention,
     # period_contrast, distance_rank or rows_decoded.
     pattern_score: str = "distance_rank"
@@ -154,7 +154,7 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         classes_for=lambda vocab, T: vocab,
         steps=400,
         mixing=True,
-        pattern_figure="Attention by position alone",
+        pattern_figure="attention_by_position",
         pattern_score="partner_attention",
         partner=lambda T: [T - 1 - t for t in range(T)],
         length_note=("position t's partner is T-1-t, so in a longer sequence every position "
@@ -174,7 +174,7 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         classes_for=lambda vocab, T: vocab,
         steps=400,
         mixing=True,
-        pattern_figure="Attention by position alone",
+        pattern_figure="attention_by_position",
         pattern_score="partner_attention",
         partner=lambda T: [(t - 1) % T for t in range(T)],  # position 0 reads position T-1
     ),
@@ -195,7 +195,7 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         classes_for=lambda vocab, T: vocab + 1,
         steps=400,
         mixing=True,
-        pattern_figure="Attention by position alone",
+        pattern_figure="attention_by_position",
         pattern_score="partner_attention",
         partner=lambda T: [t - LOOKBACK if t >= LOOKBACK else None for t in range(T)],
     ),
@@ -244,7 +244,7 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         classes_for=lambda vocab, T: T,
         steps=200,
         mixing=False,
-        pattern_figure="Each row alone through the rest of the stack",
+        pattern_figure="rows_alone",
         pattern_score="rows_decoded",
         length_note="the head has one class per trained position and none past T",
     ),

@@ -6,12 +6,14 @@ app (``st.plotly_chart(fig)``) and in `stacklab.lab.report_html`. The trained le
 marked wherever it matters: rows ``>= T`` of a table never take part in training.
 
 The package: `style` (what all figures share), `heatmaps` (position against position),
-`rows` (a mark per row), `curves` (along steps or positions) and `catalog`, the figures
-of a run declared as data (`FIGURES`), which `run_figures` loops over.
+`rows` (a mark per row), `curves` (along steps or positions), `catalog`, the figures of
+a run declared as data (`FIGURES`, each named by its key, with `captions` for the longer
+words), and `drawing`, which loops over them (`run_figures`, `figures_of_table`) and
+stores what it drew (`figures_json`).
 
-Large tables are sent compactly: a similarity map is block-averaged down to at most
-`MAX_CELLS` cells a side (the title and hover say which rows a cell covers) and every array
-is float32, which plotly encodes as base64, so a 2048-row heatmap is well under 2 MB.
+Large tables are sent compactly: a heatmap is zoomed on its first `MAX_CELLS` rows, never
+averaged (the title says so), and every array is float32, which plotly encodes as base64,
+so a 2048-row heatmap is well under 2 MB.
 
 >>> import torch
 >>> fig = similarity_heatmap(torch.randn(2048, 32), trained_len=1024)
@@ -19,8 +21,8 @@ is float32, which plotly encodes as base64, so a 2048-row heatmap is well under 
 True
 """
 
-from .catalog import (FIGURES, FigureContext, FigureSpec, RunFigure, figures_from_json, figures_json,
-                      pattern_figure, run_figures)
+from .catalog import FIGURES, FigureContext, FigureSpec, OnTable, RunFigure, TableContext, figure_spec
+from .drawing import figures_from_json, figures_json, figures_of_table, pattern_figure, run_figures
 from .curves import (cosine_by_distance_plot, length_generalization_plot, length_probe_plot,
                      offset_scores_plot, training_curves)
 from .heatmaps import (attention_heatmap, attention_snapshot_heatmaps, learned_vs_sinusoidal,
@@ -35,5 +37,6 @@ __all__ = ["similarity_heatmap", "query_key_heatmap", "positional_attention_heat
            "pattern_figure", "figures_json", "figures_from_json", "cosine_by_distance_plot",
            "length_generalization_plot", "offset_scores_plot",
            "attention_snapshot_heatmaps", "rows_alone_heatmap", "sinusoidal_resemblance",
-           "RunFigure", "FigureSpec", "FigureContext", "FIGURES", "MAX_CELLS", "ANIMATION_CELLS",
+           "RunFigure", "FigureSpec", "FigureContext", "FIGURES", "figure_spec", "OnTable",
+           "TableContext", "figures_of_table", "MAX_CELLS", "ANIMATION_CELLS",
            "MAX_FRAMES", "MAX_TABLE_ROWS"]

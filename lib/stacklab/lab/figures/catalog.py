@@ -1,22 +1,29 @@
 """The figures of a run, declared as data: one `FigureSpec` per figure, in reading order.
 
-`run_figures` loops over `FIGURES`; the Explore page and ``report.html`` show what it
-returns. Adding a figure is one declaration here: a title, when it applies, a caption
-and the function that draws it, each given the run's `FigureContext`.
+`stacklab.lab.figures.drawing` loops over `FIGURES` (`run_figures`, and `figures_of_table`
+for a table from a file); the Explore page, ``report.html`` and Compare show what it returns.
+Adding a figure is one declaration here: a key, a title, when it applies, a caption and
+the function that draws it, each given the run's `FigureContext`, and, when the figure
+needs only the table, how a table from a file shows it (`OnTable`, given a `TableContext`).
+Tasks, Compare and pages name a figure by its key (`figure_spec`), never by its title.
 """
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable, NamedTuple
 
 import plotly.graph_objects as go
-import plotly.io as pio
+import torch
 
 from ...core.errors import StackError
 from .. import analysis
-from .. import scores as S
+from ..tasks import TASKS
+from .captions import (attention_score, drift_score, grad_score, held_out_score,
+                       lengths_caption, lengths_score, probe_caption, probe_score,
+                       rows_alone_caption, without_table_score)
 from .curves import (cosine_by_distance_plot, length_generalization_plot, length_probe_plot,
                      offset_scores_plot, training_curves)
 from .heatmaps import (attention_heatmap, attention_snapshot_heatmaps, learned_vs_sinusoidal,
@@ -28,12 +35,16 @@ from .style import MAX_TABLE_ROWS
 
 class RunFigure(NamedTuple):
     """One figure of a run's report: a title, a one-sentence caption, the figure, and the
-    number that goes with it ("partner attention 0.71 (at init 0.06)"; may be empty)."""
+    number that goes with it ("partner attention 0.71 (at init 0.06)"; may be empty);
+    the `FigureSpec.key` it was drawn from, and whether the stack could not give it (then
+    the figure only says why, and so does the caption)."""
 
     title: str
     caption: str
     figure: go.Figure
     score: str = ""
+    key: str = ""  # empty for a figure not drawn from the catalog
+    skipped: bool = False
 
 
 class FigureContext:
@@ -144,117 +155,81 @@ class FigureContext:
 
 
 @dataclass(frozen=True)
+class TableContext:
+    """What the figures of a table from a file share (`stacklab.lab.tables`): no model, no
+    task, no training; its scores come from `stacklab.lab.tables.table_scores`."""
+
+    name: str  # what the figures call the table ("wpe")
+    values: torch.Tensor  # the whole table, [N, D]
+    scores: dict  # `table_scores` of it
+
+    @property
+    def rows(self) -> int:
+        """The rows scored (the first ones), which the PCA and the sinusoid look at."""
+        return self.scores["rows_scored"]
+
+    @property
+    def shown(self) -> torch.Tensor:
+        """The table's first rows (a huge table is cut to `MAX_TABLE_ROWS`)."""
+        return self.values[:MAX_TABLE_ROWS]
+
+    @property
+    def title_name(self) -> str:
+        """The name as a plotly title shows it: plotly reads tags (<a href>, <b>) there."""
+        return html.escape(self.name, quote=False)
+
+    def score(self, name: str, label: str) -> str:
+        """``"monotonicity 0.85"``; empty when the score does not apply (too few rows)."""
+        value = self.scores[name]
+        return f"{label} {value:.2f}" if value is not None else ""
+
+
+@dataclass(frozen=True)
+class OnTable:
+    """How a figure that needs only the table shows a table from a file: its caption, how
+    it is drawn and its score, each given the table's `TableContext`."""
+
+    caption: Callable[[TableContext], str]
+    draw: Callable[[TableContext], go.Figure]
+    score: Callable[[TableContext], str] = lambda table: ""
+
+
+@dataclass(frozen=True)
 class FigureSpec:
-    """One figure: its title, when it applies, its caption, how it is drawn and its score.
+    """One figure: its key, title, when it applies, its caption, how it is drawn, its score.
 
-    ``draw`` may raise `StackError` when the stack cannot give the figure (e.g. rows that
-    cannot pass the ops before the attention): the figure is then skipped with its reason
-    in words, in place."""
+    ``key`` is the short stable name that tasks, Compare and pages use (`figure_spec`);
+    the title may be reworded freely. ``draw`` may raise `StackError` when the stack cannot
+    give the figure (e.g. rows that cannot pass the ops before the attention): the figure
+    is then skipped with its reason in words, in place."""
 
+    key: str
     title: str
     caption: Callable[[FigureContext], str]
     draw: Callable[[FigureContext], go.Figure]
     applies: Callable[[FigureContext], bool] = lambda ctx: True
     needs_table: bool = True  # only for runs with a learned position table
     score: Callable[[FigureContext], str] = lambda ctx: ""
-
-
-def _probe_caption(ctx: FigureContext) -> str:
-    probe = ctx.probe
-    T, P = probe.trained_len, probe.probe_len
-    return (f"Accuracy at each position of {P}-long sequences, trained on {T}, beside the same "
-            f"model with its position tables at their initial values (dotted). Past T the "
-            f"rows were never trained: {probe.beyond:.0%} there against {probe.inside:.0%} "
-            f"inside T; the baseline gets {probe.baseline_beyond:.0%} and "
-            f"{probe.baseline_inside:.0%}.")
-
-
-def _probe_score(ctx: FigureContext) -> str:
-    probe = ctx.probe
-    return (f"accuracy inside T {probe.inside:.0%}, past T {probe.beyond:.0%} "
-            f"(tables at init: {probe.baseline_inside:.0%}, {probe.baseline_beyond:.0%})")
-
-
-def _attention_score(ctx: FigureContext) -> str:
-    return ctx.score("pattern" if ctx.run.task.partner else "symmetry")
-
-
-def _held_out_score(ctx: FigureContext) -> str:
-    partner = ctx.run.task.partner
-    if partner is None:
-        return ""
-    weights, _ = ctx.attention_map
-    return f"partner attention on held-out data {S.partner_attention(weights, partner(ctx.T)):.2f}"
-
-
-def _rows_alone_caption(ctx: FigureContext) -> str:
-    table, initial = ctx.run.table(ctx.node)[:ctx.T], ctx.run.initial_tables[ctx.node][:ctx.T]
-    return (f"Row t of {ctx.node} fed alone (no token) through the rest of the stack: the "
-            "class it picks. A bright diagonal means each row alone says its own position. "
-            f"Training grew the rows (mean norm {initial.norm(dim=1).mean():.2f} at init, "
-            f"{table.norm(dim=1).mean():.2f} now) and turned them towards the head's class "
-            "directions; their cosine map hardly changed.")
-
-
-def _without_table_score(run) -> str:
-    found = run.attention_pattern()
-    if found is None:
-        return ""
-    pattern = found["pattern"]
-    return (f"partner attention {pattern['value']:.2f} (at init {pattern['init']:.2f})"
-            if pattern["value"] is not None else "")
-
-
-def _lengths_caption(run) -> str:
-    T = run.config.seq_len
-    parts = [f"Held-out accuracy at each position of sequences of other lengths, trained on "
-             f"T = {T} (the thick line): past T a learned table has only untrained rows, "
-             "while encodings of distance (RoPE, ALiBi, relative) may carry on."]
-    for length, entry in run.length_generalization.items():
-        if "error" in entry:
-            parts.append(f"Length {length} not measured: {entry['error'].rstrip('.')}.")
-        elif "note" in entry:
-            parts.append(f"At length {length} the labels change meaning: {entry['note']}.")
-            break
-    return " ".join(parts)
-
-
-def _lengths_score(run) -> str:
-    return "; ".join(f"length {length}: " + (f"{entry['accuracy']:.0%}" if "accuracy" in entry
-                                               else "beyond capacity")
-                     for length, entry in run.length_generalization.items())
-
-
-def _drift_score(ctx: FigureContext) -> str:
-    drift = ctx.run.row_drift(ctx.node)
-    text = f"mean drift of the trained rows {drift[:ctx.T].mean():.3g}"
-    return text + (f", of the rest {drift[ctx.T:].mean():.3g}" if drift.shape[0] > ctx.T else "")
-
-
-def _grad_score(ctx: FigureContext) -> str:
-    grad = ctx.run.row_grad_norm[ctx.node]
-    if grad.shape[0] <= ctx.T:
-        return ""
-    beyond = grad[ctx.T:].abs().max().item()
-    return "largest gradient past T: " + ("exactly 0" if beyond == 0 else f"{beyond:.3g}")
+    aligns_with: str | None = None  # Compare shows it in the row of this key (default: its own)
+    on_table: OnTable | None = None  # also drawn for a table from a file
 
 
 FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec(
-        "Training curves",
+        "training_curves", "Training curves",
         lambda ctx: "Held-out loss and accuracy (and the loss of each training batch) as "
                     "training went on.",
         lambda ctx: training_curves(ctx.run.history, ctx.run.train_loss),
         applies=lambda ctx: bool(ctx.run.history), needs_table=False,
         score=lambda ctx: f"final held-out accuracy {ctx.run.final['accuracy']:.1%}"),
     FigureSpec(
-        "Length generalization",
-        lambda ctx: _lengths_caption(ctx.run),
+        "length_generalization", "Length generalization",
+        lambda ctx: lengths_caption(ctx.run),
         lambda ctx: length_generalization_plot(ctx.run.length_generalization, ctx.T),
         applies=lambda ctx: bool(ctx.run.length_generalization), needs_table=False,
-        score=lambda ctx: _lengths_score(ctx.run)),
+        score=lambda ctx: lengths_score(ctx.run)),
     FigureSpec(
-        "Attention by position alone (no table)",
+        "attention_without_table", "Attention by position alone (no table)",
         lambda ctx: "This stack has no learned position table, so each position gets its input "
                     "averaged over held-out sequences: the tokens average out, and only "
                     f"{ctx.position_markers} can tell the positions apart. What to look for: "
@@ -265,9 +240,10 @@ FIGURES: tuple[FigureSpec, ...] = (
                   f"\"{ctx.attention_position}\"), tokens averaged out"),
         applies=lambda ctx: not ctx.run.position_nodes and ctx.without_table is not None,
         needs_table=False,
-        score=lambda ctx: _without_table_score(ctx.run)),
+        score=lambda ctx: without_table_score(ctx.run),
+        aligns_with="attention_by_position"),  # Compare: beside the other runs' map
     FigureSpec(
-        "Attention score by offset",
+        "offset_scores", "Attention score by offset",
         lambda ctx: "The score a key gets for being a given distance to the left or right of the "
                     "query, per head, with each position's input averaged over held-out "
                     "sequences: what the position encodings add (flat without any).",
@@ -276,100 +252,121 @@ FIGURES: tuple[FigureSpec, ...] = (
         applies=lambda ctx: not ctx.run.position_nodes and ctx.without_table is not None,
         needs_table=False),
     FigureSpec(
-        "Cosine similarity of the rows",
+        "cosine", "Cosine similarity of the rows",
         lambda ctx: f"How alike each pair of rows of {ctx.node}'s table points"
                     f"{ctx.untrained_note}. {ctx.look_for}",
         lambda ctx: similarity_heatmap(ctx.table, "cosine", ctx.T, title=(
             f"Cosine similarity of {ctx.node}'s rows (task {ctx.run.task.name})")),
-        score=lambda ctx: ctx.score("pattern" if ctx.table_pattern else "translation_invariance")),
+        score=lambda ctx: ctx.score("pattern" if ctx.table_pattern else "translation_invariance"),
+        on_table=OnTable(
+            lambda table: f"How alike each pair of rows of {table.name} points.",
+            lambda table: similarity_heatmap(table.shown, "cosine",
+                                             title=f"Cosine similarity of {table.title_name}'s rows"),
+            lambda table: table.score("distance_rank", "distance rank"))),
     FigureSpec(
-        "Cosine by distance",
+        "cosine_by_distance", "Cosine by distance",
         lambda ctx: "The mean cosine of all row pairs the same distance apart, trained and at "
                     "init: the heatmap's diagonals as one curve, readable at any length. "
                     "Monotonicity: how steadily it falls with distance (1: always).",
         lambda ctx: cosine_by_distance_plot(ctx.scores["cosine_by_distance"]["value"],
                                             ctx.scores["cosine_by_distance"]["init"], ctx.node),
         applies=lambda ctx: ctx.T > 2,
-        score=lambda ctx: ctx.score("monotonicity")),
+        score=lambda ctx: ctx.score("monotonicity"),
+        on_table=OnTable(
+            lambda table: "The mean cosine of all row pairs the same distance apart.",
+            lambda table: cosine_by_distance_plot(table.scores["cosine_by_distance"], None,
+                                                  table.title_name),
+            lambda table: table.score("monotonicity", "monotonicity"))),
     FigureSpec(
-        "Dot-product similarity of the rows",
+        "dot", "Dot-product similarity of the rows",
         lambda ctx: "The same comparison without normalising, so rows that grew long during "
                     "training stand out. Translation invariance: how much of it depends only on "
                     "the distance between the rows (1: all of it).",
         lambda ctx: similarity_heatmap(ctx.table, "dot", ctx.T,
                                        title=f"Dot product of {ctx.node}'s rows"),
-        score=lambda ctx: ctx.score("translation_invariance")),
+        score=lambda ctx: ctx.score("translation_invariance"),
+        on_table=OnTable(
+            lambda table: "The same without normalising: long rows stand out.",
+            lambda table: similarity_heatmap(table.shown, "dot",
+                                             title=f"Dot product of {table.title_name}'s rows"),
+            lambda table: table.score("translation_invariance", "translation invariance"))),
     FigureSpec(
-        "Each row alone through the rest of the stack",
-        _rows_alone_caption,
+        "rows_alone", "Each row alone through the rest of the stack",
+        rows_alone_caption,
         lambda ctx: rows_alone_heatmap(analysis.rows_alone_scores(ctx.run, ctx.node), ctx.node),
         applies=lambda ctx: ctx.run.task.pattern_score == "rows_decoded",
         score=lambda ctx: ctx.score("pattern")),
     FigureSpec(
-        "Attention by position alone",
+        "attention_by_position", "Attention by position alone",
         lambda ctx: "Each row is a position asking \"where should I look?\" using only its row "
                     "of the table, sent through the ops before the attention and its query and "
                     f"key projections (rows sum to 1). What to look for: {ctx.run.task.pattern}",
         lambda ctx: positional_attention_heatmap(ctx.positional_attention, ctx.node),
         applies=lambda ctx: ctx.has_attention,
-        score=_attention_score),
+        score=attention_score),
     FigureSpec(
-        "Attention by position during training",
+        "attention_during_training", "Attention by position during training",
         lambda ctx: "The map above at snapshots taken during training: press play or drag the "
                     "slider to watch the positions find their partners.",
         lambda ctx: attention_snapshot_heatmaps(ctx.run, ctx.node),
         applies=lambda ctx: len(ctx.run.attention_snapshots.get(ctx.node, ())) > 1,
-        score=_attention_score),
+        score=attention_score),
     FigureSpec(
-        "Attention on held-out data",
+        "attention_held_out", "Attention on held-out data",
         lambda ctx: f"Where attention actually looked, averaged over {ctx.attention_map[1]} "
                     "held-out sequences: when it matches the map by position, the model finds "
                     "its partner by position.",
         lambda ctx: attention_heatmap(*ctx.attention_map),
         applies=lambda ctx: ctx.has_attention,
-        score=_held_out_score),
+        score=held_out_score),
     FigureSpec(
-        "Similarity during training",
+        "similarity_during_training", "Similarity during training",
         lambda ctx: "The cosine heatmap at snapshots taken during training: press play or drag "
                     "the slider to watch the pattern form from random rows.",
         lambda ctx: snapshot_heatmaps(ctx.run, ctx.node),
         applies=lambda ctx: len(ctx.run.snapshots.get(ctx.node, ())) > 1),
     FigureSpec(
-        "Gradient per row",
+        "gradient", "Gradient per row",
         lambda ctx: "The gradient norm each row received, summed over all steps: only the "
                     f"first {ctx.T} rows are used by training sequences, so the rest receive "
                     "exactly zero.",
         lambda ctx: grad_norm_plot(ctx.run.row_grad_norm[ctx.node], ctx.T),
-        score=_grad_score),
+        score=grad_score),
     FigureSpec(
-        "Drift from initialisation",
+        "drift", "Drift from initialisation",
         lambda ctx: "How far each row moved from its random start; " + (
             f"weight decay ({ctx.run.config.weight_decay:g}) also pulls the untrained rows "
             "towards zero." if ctx.run.config.weight_decay > 0 else
             "without weight decay the untrained rows do not move at all."),
         lambda ctx: drift_plot(ctx.run.row_drift(ctx.node), ctx.T, ctx.run.config.weight_decay),
-        score=_drift_score),
+        score=drift_score),
     FigureSpec(
-        "PCA of the rows (2D)",
+        "pca_2d", "PCA of the rows (2D)",
         lambda ctx: "Each row as a point on the two directions along which the trained rows "
                     "differ most (the untrained rows projected on them), coloured by position "
                     "and joined in order. The probe error: how far, in positions, a linear "
                     "read-out of the index from a row is off.",
         lambda ctx: pca_plot(ctx.table, ctx.T, 2),
-        score=lambda ctx: ctx.score("position_probe_error")),
+        score=lambda ctx: ctx.score("position_probe_error"),
+        on_table=OnTable(
+            lambda table: "Each row on the two directions along which the rows differ most.",
+            lambda table: pca_plot(table.shown[:table.rows], None, 2),
+            lambda table: table.score("position_probe_error", "position probe error"))),
     FigureSpec(
-        "PCA of the rows (3D)",
+        "pca_3d", "PCA of the rows (3D)",
         lambda ctx: "The same on three principal components: drag to rotate.",
         lambda ctx: pca_plot(ctx.table, ctx.T, 3),
-        applies=lambda ctx: ctx.table.shape[1] >= 3),
+        applies=lambda ctx: ctx.table.shape[1] >= 3,
+        on_table=OnTable(lambda table: "The same on three principal components.",
+                         lambda table: pca_plot(table.shown[:table.rows], None, 3))),
     FigureSpec(
-        "Length probe",
-        _probe_caption,
+        "length_probe", "Length probe",
+        probe_caption,
         lambda ctx: length_probe_plot(ctx.probe),
         applies=lambda ctx: ctx.spare_rows,
-        score=_probe_score),
+        score=probe_score),
     FigureSpec(
-        "Learned vs sinusoidal",
+        "learned_vs_sinusoidal", "Learned vs sinusoidal",
         lambda ctx: f"The first {ctx.T} learned rows beside the fixed sinusoidal encoding of "
                     "the same size, each as the centred cosine of its rows (the mean row "
                     "subtracted, or the sinusoid's nearly constant slow columns make every pair "
@@ -377,89 +374,32 @@ FIGURES: tuple[FigureSpec, ...] = (
         lambda ctx: learned_vs_sinusoidal(ctx.table, ctx.T),
         applies=lambda ctx: ctx.T > 2,
         score=lambda ctx: f"resemblance to the sinusoid r = "
-                          f"{sinusoidal_resemblance(ctx.table[:ctx.T]):.2f}"),
+                          f"{sinusoidal_resemblance(ctx.table[:ctx.T]):.2f}",
+        on_table=OnTable(
+            lambda table: "The table's centred cosine beside the sinusoidal table of the same "
+                          "size.",
+            lambda table: learned_vs_sinusoidal(table.values[:table.rows], table.rows),
+            lambda table: table.score("sinusoid_resemblance", "resemblance to the sinusoid r ="))),
 )
 
-
-def _context(run, node: str | None) -> FigureContext:
-    nodes = run.position_nodes
-    return FigureContext(run, node if node in nodes else (nodes[0] if nodes else None))
+_BY_KEY = {spec.key: spec for spec in FIGURES}
+assert len(_BY_KEY) == len(FIGURES), "two figures share a key"
 
 
-def _skipped(title: str, reason: str) -> go.Figure:
-    fig = go.Figure()
-    fig.add_annotation(text=f"Not drawn: {reason}", x=0.5, y=0.5, xref="paper", yref="paper",
-                       showarrow=False, font=dict(size=14))
-    fig.update_layout(title=dict(text=f"{title}: not drawn"), height=160,
-                      xaxis=dict(visible=False), yaxis=dict(visible=False))
-    return fig
-
-
-def _drawn(spec: FigureSpec, ctx: FigureContext) -> RunFigure:
-    """``spec`` drawn for ``ctx``; skipped with its reason when the stack cannot give it."""
+def figure_spec(key: str) -> FigureSpec:
+    """The figure of `FIGURES` named ``key``; a `KeyError` that lists the keys otherwise."""
     try:
-        figure = spec.draw(ctx)
-        return RunFigure(spec.title, spec.caption(ctx), figure, spec.score(ctx))
-    except StackError as err:
-        reason = err.message.rstrip(".")
-        return RunFigure(spec.title, f"Skipped: {reason}. {err.hint}".strip(),
-                         _skipped(spec.title, reason))
+        return _BY_KEY[key]
+    except KeyError:
+        raise KeyError(f"no figure {key!r} in FIGURES; the figures: {', '.join(_BY_KEY)}") from None
 
 
-def pattern_figure(run, node: str | None = None) -> RunFigure | None:
-    """The figure where the run's task shows its pattern (``Task.pattern_figure``), drawn
-    from the model as it is now, so a page can show it forming; the cosine map when that
-    figure does not apply or cannot be drawn; for a stack without a position table, its
-    attention by position alone; None when there is nothing to show."""
-    ctx = _context(run, node)
-    wanted = ((run.task.pattern_figure, "Cosine similarity of the rows") if ctx.node is not None
-              else ("Attention by position alone (no table)",))
-    for title in wanted:
-        spec = next(s for s in FIGURES if s.title == title)
-        if (ctx.node is not None or not spec.needs_table) and spec.applies(ctx):
-            drawn = _drawn(spec, ctx)
-            if not drawn.caption.startswith("Skipped"):
-                return drawn
-    return None
+def _check_tasks() -> None:
+    """Every task's pattern figure is a key of `FIGURES`: a wrong one fails on import, not
+    in the middle of a run."""
+    for task in TASKS.values():
+        figure_spec(task.pattern_figure)
 
 
-def run_figures(run, node: str | None = None) -> list[RunFigure]:
-    """Every figure of `FIGURES` that applies to ``run``, in reading order, for ``node``
-    (default: its first position table), each with its score.
+_check_tasks()
 
-    With no learned position table only the training curves remain; the attention maps
-    need an attention after the table; the length probe needs spare rows past T. A figure
-    the stack cannot give is skipped in place, with its reason.
-    """
-    ctx = _context(run, node)
-    return [_drawn(spec, ctx) for spec in FIGURES
-            if (ctx.node is not None or not spec.needs_table) and spec.applies(ctx)]
-
-
-def figures_json(run) -> dict:
-    """Every figure of ``run``, for each of its position tables, and its pattern figure, as
-    plotly JSON (``{"pattern": [title, caption, json] | None, "nodes": {node: [...]}}``, node
-    ``""`` for a run without a table): what a worker stores with a run, so the server that
-    shows it draws nothing and reads none of its tensors (`figures_from_json`)."""
-
-    def encoded(figures):
-        return [[f.title, f.caption, f.figure.to_json(), f.score] for f in figures]
-
-    pattern = pattern_figure(run)
-    return {"pattern": encoded([pattern])[0] if pattern is not None else None,
-            "nodes": {node: encoded(run_figures(run, node))
-                      for node in run.position_nodes or [""]}}
-
-
-def figures_from_json(drawn: dict, node: str | None = None) -> list[RunFigure] | None:
-    """The figures of ``node`` (default: the first) in ``figures_json``'s ``drawn``; the
-    pattern figure for ``node="pattern"``; None when ``drawn`` lacks them."""
-    if node == "pattern":
-        found = [drawn["pattern"]] if drawn.get("pattern") else []
-    else:
-        nodes = drawn.get("nodes", {})
-        found = nodes.get(node) if node is not None else next(iter(nodes.values()), None)
-    if found is None:
-        return None
-    return [RunFigure(title, caption, pio.from_json(figure), *score)
-            for title, caption, figure, *score in found]

@@ -16,7 +16,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from .. import analysis
-from .. import scores as S
+from .. import scores as score_maths
 from .style import (ANIMATION_CELLS, HEIGHT, KIND_TEXT, MAX_CELLS, MAX_FRAMES, as_float32,
                     as_table, check_kind, has_untrained, heatmap_layout, heatmap_trace,
                     mark_trained_len, similarity_colors, zoom, zoom_note)
@@ -213,7 +213,7 @@ def sinusoidal_resemblance(rows) -> float:
     relate to each other as the sinusoid's do, about 0 for unrelated rows."""
     rows = as_table(rows)
     T = rows.shape[0]
-    mine = S.centred_cosine_matrix(rows)
-    theirs = S.centred_cosine_matrix(analysis.sinusoidal_table(T, rows.shape[1]))
+    mine = score_maths.centred_cosine_matrix(rows)
+    theirs = score_maths.centred_cosine_matrix(analysis.sinusoidal_table(T, rows.shape[1]))
     off = ~torch.eye(T, dtype=torch.bool)
-    return S._pearson(mine[off], theirs[off]) if T > 2 else float("nan")
+    return score_maths.pearson(mine[off], theirs[off]) if T > 2 else float("nan")

@@ -1,0 +1,91 @@
+"""The captions and scores of `FIGURES` that take more than a line: plain functions of a
+run's `FigureContext` (or of the run), named after the figure they word."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import scores as score_maths
+
+if TYPE_CHECKING:
+    from .catalog import FigureContext
+
+
+def probe_caption(ctx: FigureContext) -> str:
+    probe = ctx.probe
+    T, P = probe.trained_len, probe.probe_len
+    return (f"Accuracy at each position of {P}-long sequences, trained on {T}, beside the same "
+            f"model with its position tables at their initial values (dotted). Past T the "
+            f"rows were never trained: {probe.beyond:.0%} there against {probe.inside:.0%} "
+            f"inside T; the baseline gets {probe.baseline_beyond:.0%} and "
+            f"{probe.baseline_inside:.0%}.")
+
+
+def probe_score(ctx: FigureContext) -> str:
+    probe = ctx.probe
+    return (f"accuracy inside T {probe.inside:.0%}, past T {probe.beyond:.0%} "
+            f"(tables at init: {probe.baseline_inside:.0%}, {probe.baseline_beyond:.0%})")
+
+
+def attention_score(ctx: FigureContext) -> str:
+    return ctx.score("pattern" if ctx.run.task.partner else "symmetry")
+
+
+def held_out_score(ctx: FigureContext) -> str:
+    partner = ctx.run.task.partner
+    if partner is None:
+        return ""
+    weights, _ = ctx.attention_map
+    return f"partner attention on held-out data {score_maths.partner_attention(weights, partner(ctx.T)):.2f}"
+
+
+def rows_alone_caption(ctx: FigureContext) -> str:
+    table, initial = ctx.run.table(ctx.node)[:ctx.T], ctx.run.initial_tables[ctx.node][:ctx.T]
+    return (f"Row t of {ctx.node} fed alone (no token) through the rest of the stack: the "
+            "class it picks. A bright diagonal means each row alone says its own position. "
+            f"Training grew the rows (mean norm {initial.norm(dim=1).mean():.2f} at init, "
+            f"{table.norm(dim=1).mean():.2f} now) and turned them towards the head's class "
+            "directions; their cosine map hardly changed.")
+
+
+def without_table_score(run) -> str:
+    found = run.attention_pattern()
+    if found is None:
+        return ""
+    pattern = found["pattern"]
+    return (f"partner attention {pattern['value']:.2f} (at init {pattern['init']:.2f})"
+            if pattern["value"] is not None else "")
+
+
+def lengths_caption(run) -> str:
+    T = run.config.seq_len
+    parts = [f"Held-out accuracy at each position of sequences of other lengths, trained on "
+             f"T = {T} (the thick line): past T a learned table has only untrained rows, "
+             "while encodings of distance (RoPE, ALiBi, relative) may carry on."]
+    for length, entry in run.length_generalization.items():
+        if "error" in entry:
+            parts.append(f"Length {length} not measured: {entry['error'].rstrip('.')}.")
+        elif "note" in entry:
+            parts.append(f"At length {length} the labels change meaning: {entry['note']}.")
+            break
+    return " ".join(parts)
+
+
+def lengths_score(run) -> str:
+    return "; ".join(f"length {length}: " + (f"{entry['accuracy']:.0%}" if "accuracy" in entry
+                                               else "beyond capacity")
+                     for length, entry in run.length_generalization.items())
+
+
+def drift_score(ctx: FigureContext) -> str:
+    drift = ctx.run.row_drift(ctx.node)
+    text = f"mean drift of the trained rows {drift[:ctx.T].mean():.3g}"
+    return text + (f", of the rest {drift[ctx.T:].mean():.3g}" if drift.shape[0] > ctx.T else "")
+
+
+def grad_score(ctx: FigureContext) -> str:
+    grad = ctx.run.row_grad_norm[ctx.node]
+    if grad.shape[0] <= ctx.T:
+        return ""
+    beyond = grad[ctx.T:].abs().max().item()
+    return "largest gradient past T: " + ("exactly 0" if beyond == 0 else f"{beyond:.3g}")

@@ -1,0 +1,131 @@
+"""The catalog drawn: every figure of `FIGURES` that applies to a run (`run_figures`), its
+pattern figure (`pattern_figure`), the figures a table from a file shows
+(`figures_of_table`), and all of a run's figures as the JSON a worker stores with it
+(`figures_json`, read back by `figures_from_json`)."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from ...core.errors import StackError
+from .catalog import FIGURES, FigureContext, FigureSpec, OnTable, RunFigure, TableContext, figure_spec
+
+# The pattern figure when the task's own does not apply or cannot be drawn, and the one of a
+# stack without a position table (`pattern_figure`).
+PATTERN_FALLBACK = "cosine"
+PATTERN_WITHOUT_TABLE = "attention_without_table"
+
+
+def _context(run, node: str | None) -> FigureContext:
+    nodes = run.position_nodes
+    return FigureContext(run, node if node in nodes else (nodes[0] if nodes else None))
+
+
+def _applies(spec: FigureSpec, ctx: FigureContext) -> bool:
+    return (ctx.node is not None or not spec.needs_table) and spec.applies(ctx)
+
+
+def _skipped(title: str, reason: str) -> go.Figure:
+    fig = go.Figure()
+    fig.add_annotation(text=f"Not drawn: {reason}", x=0.5, y=0.5, xref="paper", yref="paper",
+                       showarrow=False, font=dict(size=14))
+    fig.update_layout(title=dict(text=f"{title}: not drawn"), height=160,
+                      xaxis=dict(visible=False), yaxis=dict(visible=False))
+    return fig
+
+
+def _drawn(spec: FigureSpec, ctx, how: FigureSpec | OnTable | None = None) -> RunFigure:
+    """``spec`` drawn for ``ctx`` the way ``how`` says (default: the spec's own caption,
+    drawing and score; ``spec.on_table`` for a table from a file); skipped with its reason
+    when the stack cannot give it."""
+    how = how or spec
+    try:
+        figure = how.draw(ctx)
+        return RunFigure(spec.title, how.caption(ctx), figure, how.score(ctx), spec.key)
+    except StackError as err:
+        reason = err.message.rstrip(".")
+        return RunFigure(spec.title, f"Skipped: {reason}. {err.hint}".strip(),
+                         _skipped(spec.title, reason), "", spec.key, skipped=True)
+
+
+def pattern_figure(run, node: str | None = None) -> RunFigure | None:
+    """The figure where the run's task shows its pattern (``Task.pattern_figure``, a key of
+    `FIGURES`), drawn from the model as it is now, so a page can show it forming; the
+    cosine map when that figure does not apply or cannot be drawn; for a stack without a
+    position table, its attention by position alone; None when there is nothing to show."""
+    ctx = _context(run, node)
+    wanted = ((run.task.pattern_figure, PATTERN_FALLBACK) if ctx.node is not None
+              else (PATTERN_WITHOUT_TABLE,))
+    for key in dict.fromkeys(wanted):
+        spec = figure_spec(key)
+        if _applies(spec, ctx):
+            drawn = _drawn(spec, ctx)
+            if not drawn.skipped:
+                return drawn
+    return None
+
+
+def run_figures(run, node: str | None = None) -> list[RunFigure]:
+    """Every figure of `FIGURES` that applies to ``run``, in reading order, for ``node``
+    (default: its first position table), each with its score.
+
+    With no learned position table only the training curves remain; the attention maps
+    need an attention after the table; the length probe needs spare rows past T. A figure
+    the stack cannot give is skipped in place, with its reason.
+    """
+    ctx = _context(run, node)
+    return [_drawn(spec, ctx) for spec in FIGURES if _applies(spec, ctx)]
+
+
+def figures_of_table(table: TableContext) -> list[RunFigure]:
+    """Every figure of `FIGURES` that a table from a file shows (those with an
+    `FigureSpec.on_table`), in reading order, each with its score."""
+    return [_drawn(spec, table, spec.on_table) for spec in FIGURES if spec.on_table is not None]
+
+
+def figures_json(run) -> dict:
+    """Every figure of ``run``, for each of its position tables, and its pattern figure, as
+    plotly JSON (``{"pattern": entry | None, "nodes": {node: [entry, ...]}}``, each entry
+    ``[title, caption, json, score, key, skipped]``, node ``""`` for a run without a
+    table): what a worker stores with a run, so the server that shows it draws nothing
+    and reads none of its tensors (`figures_from_json`)."""
+
+    def encoded(figures):
+        return [[f.title, f.caption, f.figure.to_json(), f.score, f.key, f.skipped]
+                for f in figures]
+
+    pattern = pattern_figure(run)
+    return {"pattern": encoded([pattern])[0] if pattern is not None else None,
+            "nodes": {node: encoded(run_figures(run, node))
+                      for node in run.position_nodes or [""]}}
+
+
+def figures_from_json(drawn: dict, node: str | None = None) -> list[RunFigure] | None:
+    """The figures of ``node`` (default: the first) in ``figures_json``'s ``drawn``; the
+    pattern figure for ``node="pattern"``; None when ``drawn`` lacks them. Entries an older
+    version stored (``[title, caption, json, score]``, no key) get their keys from their
+    titles; None when one of those titles is no longer in `FIGURES`."""
+    if node == "pattern":
+        found = [drawn["pattern"]] if drawn.get("pattern") else []
+    else:
+        nodes = drawn.get("nodes", {})
+        found = nodes.get(node) if node is not None else next(iter(nodes.values()), None)
+    if found is None:
+        return None
+    entries = [entry if len(entry) >= 6 else _keyed(*entry) for entry in found]
+    if None in entries:
+        return None
+    return [RunFigure(title, caption, pio.from_json(figure), score, key, bool(skipped))
+            for title, caption, figure, score, key, skipped, *_ in entries]
+
+
+_KEY_OF_TITLE = {spec.title: spec.key for spec in FIGURES}
+
+
+def _keyed(title: str, caption: str, figure: str, score: str = "") -> list | None:
+    """An entry of an older ``figures.json`` as `figures_json` writes it now: the key of
+    its title, and skipped as those versions said it, by the start of the caption."""
+    key = _KEY_OF_TITLE.get(title)
+    return (None if key is None else
+            [title, caption, figure, score, key, caption.startswith("Skipped: ")])
