@@ -17,10 +17,9 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import plotly.io
-
 from ..core.errors import StackError
-from ..lab.figures import RunFigure, figures_from_json, pattern_figure, run_figures
+from ..lab.figures import (RunFigure, figure_from_entry, figures_from_json, pattern_figure,
+                          run_figures)
 from ..lab.store import StoredRun
 from ..lab.trainer import Status, TrainConfig, Trainer
 
@@ -131,9 +130,7 @@ class Job:
             if source is not self._pattern_drawn:
                 try:
                     if isinstance(source, tuple):
-                        title, caption, figure, *score = source
-                        self.pattern = RunFigure(title, caption, plotly.io.from_json(figure),
-                                                 *score)
+                        self.pattern = figure_from_entry(source)
                     else:
                         self.pattern = next(iter(self._drawn("pattern")), None)
                 except (RuntimeError, ValueError, StackError) as err:  # a figure never ends a run

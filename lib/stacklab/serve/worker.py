@@ -26,7 +26,7 @@ import time
 import torch
 
 from ..lab.budgets import Budgets
-from ..lab.figures import figures_json, pattern_figure
+from ..lab.figures import figure_entry, figures_json, pattern_figure
 from ..lab.store import STORED_STATUSES, RunStore
 from ..lab.trainer import Status, TrainConfig, Trainer
 
@@ -108,9 +108,9 @@ def _figures(run) -> dict | None:
         return None
 
 
-def _pattern(run) -> tuple[str, str, str, str] | None:
-    """The task's pattern figure as (title, caption, plotly JSON, score); None if it cannot be drawn
-    (a figure never ends a run)."""
+def _pattern(run) -> tuple | None:
+    """The task's pattern figure as a tuple of its `figure_entry` (title, caption, plotly
+    JSON, score, key, skipped); None if it cannot be drawn (a figure never ends a run)."""
     try:
         figure = pattern_figure(run)
     except (RuntimeError, ValueError) as err:  # StackError is a ValueError
@@ -118,4 +118,4 @@ def _pattern(run) -> tuple[str, str, str, str] | None:
         return None
     if figure is None:
         return None
-    return figure.title, figure.caption, figure.figure.to_json(), figure.score
+    return tuple(figure_entry(figure))

@@ -22,7 +22,8 @@ True
 """
 
 from .catalog import FIGURES, FigureContext, FigureSpec, OnTable, RunFigure, TableContext, figure_spec
-from .drawing import figures_from_json, figures_json, figures_of_table, pattern_figure, run_figures
+from .drawing import (figure_entry, figure_from_entry, figures_from_json, figures_json,
+                      figures_of_table, pattern_figure, run_figures)
 from .curves import (cosine_by_distance_plot, length_generalization_plot, length_probe_plot,
                      offset_scores_plot, training_curves)
 from .heatmaps import (attention_heatmap, attention_snapshot_heatmaps, learned_vs_sinusoidal,
@@ -34,7 +35,8 @@ from .style import ANIMATION_CELLS, MAX_CELLS, MAX_FRAMES, MAX_TABLE_ROWS
 __all__ = ["similarity_heatmap", "query_key_heatmap", "positional_attention_heatmap",
            "attention_heatmap", "snapshot_heatmaps", "grad_norm_plot", "drift_plot", "pca_plot",
            "length_probe_plot", "learned_vs_sinusoidal", "training_curves", "run_figures",
-           "pattern_figure", "figures_json", "figures_from_json", "cosine_by_distance_plot",
+           "pattern_figure", "figures_json", "figures_from_json", "figure_entry",
+           "figure_from_entry", "cosine_by_distance_plot",
            "length_generalization_plot", "offset_scores_plot",
            "attention_snapshot_heatmaps", "rows_alone_heatmap", "sinusoidal_resemblance",
            "RunFigure", "FigureSpec", "FigureContext", "FIGURES", "figure_spec", "OnTable",

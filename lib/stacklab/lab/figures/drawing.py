@@ -91,14 +91,27 @@ def figures_json(run) -> dict:
     table): what a worker stores with a run, so the server that shows it draws nothing
     and reads none of its tensors (`figures_from_json`)."""
 
-    def encoded(figures):
-        return [[f.title, f.caption, f.figure.to_json(), f.score, f.key, f.skipped]
-                for f in figures]
-
     pattern = pattern_figure(run)
-    return {"pattern": encoded([pattern])[0] if pattern is not None else None,
-            "nodes": {node: encoded(run_figures(run, node))
+    return {"pattern": figure_entry(pattern) if pattern is not None else None,
+            "nodes": {node: [figure_entry(f) for f in run_figures(run, node)]
                       for node in run.position_nodes or [""]}}
+
+
+def figure_entry(figure: RunFigure) -> list:
+    """``figure`` as plotly JSON in a list, ``[title, caption, json, score, key, skipped]``:
+    how `figures_json` stores it and a worker sends its live pattern figure."""
+    return [figure.title, figure.caption, figure.figure.to_json(), figure.score, figure.key,
+            figure.skipped]
+
+
+def figure_from_entry(entry) -> RunFigure | None:
+    """The figure of one `figure_entry` (or of an older four-field entry, keyed by its
+    title); None when an older entry's title is no longer in `FIGURES`."""
+    entry = list(entry) if len(entry) >= 6 else _keyed(*entry)
+    if entry is None:
+        return None
+    title, caption, figure, score, key, skipped, *_ = entry
+    return RunFigure(title, caption, pio.from_json(figure), score, key, bool(skipped))
 
 
 def figures_from_json(drawn: dict, node: str | None = None) -> list[RunFigure] | None:
@@ -113,11 +126,8 @@ def figures_from_json(drawn: dict, node: str | None = None) -> list[RunFigure] |
         found = nodes.get(node) if node is not None else next(iter(nodes.values()), None)
     if found is None:
         return None
-    entries = [entry if len(entry) >= 6 else _keyed(*entry) for entry in found]
-    if None in entries:
-        return None
-    return [RunFigure(title, caption, pio.from_json(figure), score, key, bool(skipped))
-            for title, caption, figure, score, key, skipped, *_ in entries]
+    figures = [figure_from_entry(entry) for entry in found]
+    return None if None in figures else figures
 
 
 _KEY_OF_TITLE = {spec.title: spec.key for spec in FIGURES}
