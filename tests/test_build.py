@@ -259,3 +259,22 @@ def test_branching_state_dict_keys_and_checkpoint_round_trip(tmp_path):
         assert loaded.network.table() == net.table()
         with torch.no_grad():
             torch.testing.assert_close(loaded.model.train(False)(x), model.train(False)(x))
+
+
+def test_forward_from_a_node_runs_the_rest_of_a_branching_stack():
+    net = pre_ln()
+    model = net.build(seed=0).train(False)
+    x = torch.randint(0, 32, (2, 64))
+    m = model._modules
+    with torch.no_grad():
+        x0 = m["x0"](m["tok"](x))
+        torch.testing.assert_close(model.forward_from("x0", x0), model(x))
+        torch.testing.assert_close(model.forward_from("x0", x0, until="x1"),
+                                   m["h1"](m["n2"](x0)))
+        with pytest.raises(StackError) as info:
+            model.forward_from("n2", m["n2"](x0))  # x1 reads x0, from before n2
+    assert info.value.code == "E_SHAPE" and "x1 reads x0" in info.value.message
+    chain = stem().build(seed=0)
+    ids = torch.randint(0, 500, (2, 12))
+    with torch.no_grad():
+        torch.testing.assert_close(chain.forward_from("n0", chain.n0(ids)), chain(ids))

@@ -257,8 +257,7 @@ def test_pre_ln_block_report_gains_an_inputs_column(golden):
 def test_a_chain_report_has_no_inputs_column():
     net = resolve(STEM, ["B", 12], input_dtype="int64")
     assert "inputs" not in net.table().splitlines()[1]
-    # a chain written with references to the line above is still a branching graph only
-    # when some node reads anything but the line above
+    # a node that reads anything but the line above (here: x twice) makes it branch
     net = resolve("x = linear(8)\nadd(x, x)", ["B", 4])
     assert net.table().splitlines()[1].endswith("inputs")
 

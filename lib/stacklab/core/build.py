@@ -132,6 +132,30 @@ class StackModule(nn.Module):
             raise self._placed(err, name) from None
         return outputs[name]
 
+    def forward_from(self, node: str, x: torch.Tensor, until: str | None = None) -> torch.Tensor:
+        """Run the nodes after ``node`` on ``x`` as ``node``'s output, up to ``until``
+        (exclusive; None: the end), each on the outputs it reads, and return the last one:
+        how the analysis sends a table's rows alone through the rest of a (branching) stack.
+        A node on the way that reads one from before ``node`` is `StackError` (``E_SHAPE``)."""
+        nodes = self.network.nodes
+        start = next(index for index, n in enumerate(nodes) if n.name == node)
+        outputs, name = {node: x}, node
+        try:
+            for later in nodes[start + 1:]:
+                if later.name == until:
+                    break
+                missing = next((read for read in later.reads if read not in outputs), False)
+                if missing is not False:
+                    raise later.call.error(
+                        "E_SHAPE", f"{later.name} reads {missing or 'the input'}, which comes "
+                        f"before {node}", node=later.name,
+                        hint=f"this runs only the nodes after {node}, on its output")
+                name = later.name
+                outputs[name] = self._modules[name](*(outputs[read] for read in later.reads))
+        except StackError as err:
+            raise self._placed(err, name) from None
+        return outputs[name]
+
     def _placed(self, err: StackError, name: str) -> StackError:
         """The error of a layer, pointed at its node and source line."""
         if err.line is not None:
