@@ -188,3 +188,93 @@ def test_attention_causal_masks_the_future():
     y = x.clone()
     y[:, 4:] += 10.0  # change only the last two positions
     assert torch.allclose(model(x)[:, :4], model(y)[:, :4], atol=1e-6)
+
+
+# --- branching stacks (SPEC §18) ----------------------------------------------------------
+
+from stacklab.ops.add import PRE_LN_BLOCK  # noqa: E402
+
+
+def pre_ln(T=64, **kw):
+    return resolve(PRE_LN_BLOCK, ["B", T], input_dtype="int64", **kw)
+
+
+def test_branching_forward_is_the_graph_spelled_out():
+    net = pre_ln()
+    model = net.build(seed=0).train(False)
+    assert list(model._modules) == [n.name for n in net.nodes]
+    assert sum(p.numel() for p in model.parameters()) == net.param_count == 16_832
+    x = torch.randint(0, 32, (2, 64))
+    m = model._modules
+    with torch.no_grad():
+        x0 = m["x0"](m["tok"](x))
+        h1 = m["h1"](m["n2"](x0))
+        x1 = x0 + h1
+        m1 = m["m1"](m["n7"](m["n6"](m["n5"](x1))))
+        expected = m["n10"](x1 + m1)
+        torch.testing.assert_close(model(x), expected)
+
+
+def test_attention_without_residual_is_the_branch_alone():
+    x = torch.randn(2, 6, 8)
+    both = resolve("attention(2)\nattention(2, residual=false)", ["B", 6, 8]).build(seed=0)
+    with_residual, alone = both._modules["n0"], both._modules["n1"]
+    alone.load_state_dict(with_residual.state_dict())
+    with torch.no_grad():
+        torch.testing.assert_close(with_residual(x), x + alone(x))
+
+
+def test_branching_outputs_are_let_go_after_their_last_reader():
+    from stacklab.core.build import graph_plan
+
+    plan = {name: (reads, done) for name, reads, done in graph_plan(pre_ln())}
+    assert plan["x1"] == (("x0", "h1"), ("x0", "h1"))  # x0 is kept until x1 has read it
+    assert plan["tok"] == ((None,), (None,)) and plan["n2"][1] == ()
+    assert graph_plan(stem()) is None  # a chain runs as before
+
+
+def test_branching_stack_re_resolves_and_checks_at_run_time():
+    model = pre_ln().build(seed=0)
+    short = pre_ln(T=16)
+    model.use_network(short)
+    assert tuple(model(torch.randint(0, 32, (2, 16))).shape) == (2, 16, 32)
+    symbolic = resolve(PRE_LN_BLOCK, ["B", "T"], input_dtype="int64")
+    model = symbolic.build(seed=0)
+    assert [r.text for r in symbolic.requires] == ["T <= 64"]
+    with pytest.raises(StackError) as info:
+        model(torch.randint(0, 32, (1, 65)))
+    assert info.value.code == "E_CONSTRAINT"
+
+
+def test_branching_state_dict_keys_and_checkpoint_round_trip(tmp_path):
+    from stacklab.lab.checkpoint import load_checkpoint, save_checkpoint
+
+    net = pre_ln()
+    model = net.build(seed=0)
+    assert set(model.state_dict()) == set(net.state_shapes())
+    path = tmp_path / "model.safetensors"
+    save_checkpoint(path, model)
+    x = torch.randint(0, 32, (2, 64))
+    for loaded in (load_checkpoint(path, net), load_checkpoint(path)):  # its own metadata too
+        assert loaded.network.table() == net.table()
+        with torch.no_grad():
+            torch.testing.assert_close(loaded.model.train(False)(x), model.train(False)(x))
+
+
+def test_forward_from_a_node_runs_the_rest_of_a_branching_stack():
+    net = pre_ln()
+    model = net.build(seed=0).train(False)
+    x = torch.randint(0, 32, (2, 64))
+    m = model._modules
+    with torch.no_grad():
+        x0 = m["x0"](m["tok"](x))
+        torch.testing.assert_close(model.forward_from("x0", x0), model(x))
+        torch.testing.assert_close(model.forward_from("x0", x0, until="x1"),
+                                   m["h1"](m["n2"](x0)))
+        with pytest.raises(StackError) as info:
+            model.forward_from("n2", m["n2"](x0))  # x1 reads x0, from before n2
+    assert info.value.code == "E_SHAPE" and "x1 reads x0" in info.value.message
+    chain = stem().build(seed=0)
+    ids = torch.randint(0, 500, (2, 12))
+    with torch.no_grad():
+        torch.testing.assert_close(chain.forward_from("n0", chain.n0(ids)), chain(ids))

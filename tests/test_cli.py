@@ -143,3 +143,21 @@ def test_the_usage_text_names_every_flag_of_every_command():
         missing = [flag for flag in flags if flag != "--help"
                    and not re.search(re.escape(flag) + r"(?![\w-])", usage)]  # --seed: not --seeds
         assert not missing, f"{name}: {missing}"
+
+
+def test_resolve_prints_a_branching_stack_with_its_inputs_column(cli, tmp_path, golden):
+    from stacklab.ops.add import PRE_LN_BLOCK
+
+    path = tmp_path / "pre_ln.stack"
+    path.write_text(PRE_LN_BLOCK + "\n")
+    code, out, err = cli("resolve", str(path), "--input", "B,64", "--input-dtype", "int64")
+    assert code == 0 and err == ""
+    golden("pre_ln_block.out", out)
+    code, out, _ = cli("resolve", str(path), "--input", "B,64", "--input-dtype", "int64", "--json")
+    assert code == 0 and json.loads(out)["nodes"][4]["reads"] == {"a": "x0", "b": "h1"}
+
+
+def test_ops_shows_reference_arguments(cli):
+    code, out, _ = cli("ops", "--json")
+    add = next(op for op in json.loads(out) if op["name"] == "add")
+    assert add["signature"] == "add(a, b)" and add["shape"] == "a[..., D], b[..., D] -> out[..., D]"

@@ -61,3 +61,21 @@ def test_every_example_exports_to_equivalent_standalone_code(tmp_path):
         assert results[file]["params"] == network.param_count
         assert results[file]["keys"] == sorted(network.state_shapes())
         torch.testing.assert_close(load_file(output_path)["out"], out)
+
+
+def test_branching_export_names_variables_after_nodes_and_runs(tmp_path):
+    """A branching stack's forward keeps each output in a variable named after its node;
+    names that Python's forward already uses (self, x) are renamed, never shadowed."""
+    source = "x = linear(8)\nself = relu()\nx_ = linear(8)\nadd(x, x_)\nadd(self, n3)"
+    network = resolve(source, ["B", 4])
+    code = to_pytorch(network)
+    assert "        x__ = self.x(x)  # [B, 8]" in code
+    assert "        n4 = self.n4(self_, n3)  # [B, 8]" in code and "return n4" in code
+    namespace: dict = {}
+    exec(compile(code, "exported.py", "exec"), namespace)  # our own generated code
+    exported = namespace["Net"]()
+    model = network.build(seed=0).train(False)
+    exported.load_state_dict(model.state_dict())
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        torch.testing.assert_close(exported(x), model(x))

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from stacklab import Network, StackError, resolve
 from stacklab.core.errors import CODES
-from stacklab.core.spec import catalog
+from stacklab.core.spec import REFERENCE, catalog
 
 OPS = sorted(catalog())
 ARG_NAMES = sorted({a.name for spec in catalog().values() for a in spec.args}) + ["x", "bais"]
@@ -45,7 +45,8 @@ def spec_lines(draw):
     """A call that follows its op's spec, with values usually in range."""
     spec = catalog()[draw(st.sampled_from(OPS))]
     good = {int: st.sampled_from(["1", "2", "4", "16", "64"]), float: st.sampled_from(["0.1", "0.5"]),
-            bool: st.sampled_from(["true", "false"]), str: st.just('"s"')}
+            bool: st.sampled_from(["true", "false"]), str: st.just('"s"'),
+            REFERENCE: st.sampled_from(REFERENCES)}
     parts = []
     for arg in spec.args:
         if arg.required or draw(st.booleans()):
@@ -53,6 +54,33 @@ def spec_lines(draw):
                          else good[arg.type])
             parts.append(value if arg.positional and arg.required else f"{arg.name}={value}")
     return f"{spec.name}({', '.join(parts)})"
+
+
+# Names a reference may take: defined ones (a, pos, n0, n1, ...), later and unknown ones.
+REFERENCES = ["a", "pos", "n0", "n1", "n2", "n3", "n5", "h", "x"]
+
+
+@st.composite
+def branching_stacks(draw):
+    """A residual stack: a trunk, then blocks of an optional norm, a branch and an add that
+    joins it back, with now and then a wrong name, a skipped join or another width."""
+    width = draw(st.sampled_from([4, 8]))
+    lines = [draw(st.sampled_from([f"x0 = linear({width})", f"x0 = embedding(8, {width})"]))]
+    trunk = "x0"
+    for block in range(1, draw(st.integers(1, 3)) + 1):
+        if draw(st.booleans()):
+            lines.append("layer_norm()")
+        branch = draw(st.sampled_from([f"attention(2, residual=false)", f"linear({width})",
+                                       f"attention(2)", "relu()", "linear(3)"]))
+        lines.append(f"h{block} = {branch}")
+        join = draw(st.sampled_from([f"add({trunk}, h{block})"] * 4 + [
+            f"add(h{block}, {trunk})", f"add({trunk}, h{block + 1})", f"add({trunk}, 2)",
+            f"add({trunk})", f"add(h{block}, h{block})", "relu()"]))
+        lines.append(f"x{block} = {join}")
+        trunk = f"x{block}"
+    if draw(st.booleans()):
+        lines.append(draw(st.sampled_from(["linear(4)", "mean_pool()", "gelu()", "add(x0, x0)"])))
+    return "\n".join(lines)
 
 
 stacks_from_grammar = st.lists(st.one_of(grammar_lines(), spec_lines(), spec_lines()),
@@ -116,6 +144,29 @@ def test_generated_stacks_give_a_network_or_a_stack_error(source, shape, input_d
 @given(mutated_stacks(), shapes, dtypes)
 def test_mutated_stacks_give_a_network_or_a_stack_error(source, shape, input_dtype):
     check(source, shape, input_dtype)
+
+
+@given(branching_stacks(), shapes, dtypes)
+def test_branching_stacks_give_a_network_or_a_stack_error(source, shape, input_dtype):
+    check(source, shape, input_dtype)
+
+
+@given(branching_stacks(), st.sampled_from([["B", 6, 8], ["B", 6], ["B", "T", 4], [2, 5]]))
+def test_branching_networks_build_re_resolve_and_export(source, shape):
+    """What resolves builds, runs with the resolved shape, and re-resolves at another length."""
+    from stacklab.core.export import to_pytorch
+
+    input_dtype = "int64" if source.startswith("x0 = embedding") else "float32"
+    check(source, shape, input_dtype)
+    try:
+        network = resolve(source, shape, input_dtype=input_dtype)
+    except StackError:
+        return
+    compile(to_pytorch(network), "exported.py", "exec")
+    length_axis = len(shape) >= (2 if input_dtype == "int64" else 3)  # [B, T] ids or [B, T, D]
+    if length_axis and isinstance(shape[1], int):
+        longer = resolve(source, [shape[0], shape[1] + 3, *shape[2:]], input_dtype=input_dtype)
+        network.build(seed=0).use_network(longer)
 
 
 @given(st.text(max_size=300), shapes)

@@ -110,3 +110,29 @@ def test_bounds_are_refused_with_e_parse(source, words):
 
 def test_ten_thousand_ops_parse():
     assert len(parse("relu()\n" * 10_000).calls) == 10_000
+
+
+def test_a_bare_name_of_a_node_above_is_a_reference():
+    from stacklab.core.language import Reference
+
+    stack = parse("x0 = relu()\ngelu()\nadd(x0, n1)  # by name and by default name")
+    [a, b] = stack.calls[2].args
+    assert (a.value.value, b.value.value) == (Reference("x0"), Reference("n1"))
+    assert (a.value.text, a.value.span.col, b.value.span.col) == ("x0", 5, 9)
+    # a name above is a reference in any argument (the resolver says where it does not fit)
+    assert values("x = relu()\nlinear(4, bias=x)")[1] == [(None, 4), ("bias", Reference("x"))]
+
+
+def test_a_bare_name_of_no_node_above_is_not_a_value_unless_the_op_reads_nodes():
+    from stacklab.core.language import Reference
+
+    for source in ("add(x0, h1)", "h1 = relu()\nadd(x0, h1)", "add(x0, x0)\nx0 = relu()"):
+        assert "expected a value" in parse_error(source).message
+    # the resolver tells the parser which arguments read nodes: then any name is a reference
+    stack = parse("add(x0, h1)", takes_reference=lambda op, key, position: op == "add")
+    assert [a.value.value for a in stack.calls[0].args] == [Reference("x0"), Reference("h1")]
+    stack = parse("add(b=x0, a=h)", takes_reference=lambda op, key, position: key in ("a", "b"))
+    assert [a.value.value.name for a in stack.calls[0].args] == ["x0", "h"]
+    # true, false and the Python spellings keep their meaning and their errors
+    assert values("x = relu()\nop(true)") == [[], [(None, True)]]
+    assert "lowercase" in parse_error("True = relu()\nop(True)").message

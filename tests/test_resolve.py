@@ -237,3 +237,111 @@ def test_a_byte_order_mark_is_ignored():
 
 def test_catalog_is_importable_from_the_package():
     assert stacklab.get_op("pos_embed").identity == "pos_embed@1"
+
+
+# --- branching stacks (SPEC §18): references, add, residual=false --------------------------
+
+from stacklab.ops.add import PRE_LN_BLOCK  # noqa: E402
+
+
+def test_pre_ln_block_report_gains_an_inputs_column(golden):
+    net = resolve(PRE_LN_BLOCK, ["B", 64], input_dtype="int64")
+    text = net.table()
+    assert all(line == line.rstrip() for line in text.splitlines())
+    golden("pre_ln_block.out", text + "\n")
+    assert net.node("x1").reads == ("x0", "h1") and net.node("n2").reads == ("x0",)
+    assert net.node("tok").reads == (None,)
+    assert net.param_count == sum(node.param_count for node in net.nodes) == 16_832
+
+
+def test_a_chain_report_has_no_inputs_column():
+    net = resolve(STEM, ["B", 12], input_dtype="int64")
+    assert "inputs" not in net.table().splitlines()[1]
+    # a node that reads anything but the line above (here: x twice) makes it branch
+    net = resolve("x = linear(8)\nadd(x, x)", ["B", 4])
+    assert net.table().splitlines()[1].endswith("inputs")
+
+
+BRANCH_ERRORS = [
+    # a name nowhere defined, and one defined later (with the names above it)
+    ("x0 = linear(16)\nh1 = relu()\nadd(x0, h2)", ["B", 8], "E_ARG", "h2"),
+    ("x0 = linear(16)\nadd(x0, h1)\nh1 = relu()", ["B", 8], "E_ARG", "h1"),
+    ("add(x0, h1)", ["B", 8], "E_ARG", "x0"),
+    # a number where a reference belongs, and a reference where a number belongs
+    ("x0 = linear(16)\nh1 = relu()\nadd(x0, 3)", ["B", 8], "E_ARG", "3"),
+    ("x0 = linear(16)\nlinear(x0)", ["B", 8], "E_ARG", "x0"),
+    ("x0 = linear(16)\nlinear(4, bias=x0)", ["B", 8], "E_ARG", "x0"),
+    # unequal shapes, and an output nobody reads
+    ("x0 = linear(16)\nh1 = linear(8)\nadd(x0, h1)", ["B", 8], "E_SHAPE", "add(x0, h1)"),
+    ("tok = embedding(32, 32)\nx0 = pos_embed(64)\nlayer_norm()\n"
+     "h1 = attention(2, causal=true, residual=false)\nx1 = add(x0, x0)\nlinear(32)",
+     ["B", 64], "E_ARG", "h1 ="),
+]
+
+
+def test_branch_errors_render_with_a_caret_and_a_fix(golden):
+    rendered = []
+    for source, shape, code, marked in BRANCH_ERRORS:
+        dtype = "int64" if source.startswith("tok") else "float32"
+        err = error_of(source, shape, input_dtype=dtype)
+        assert err.code == code and err.hint and err.line is not None, str(err)
+        line = source.split("\n")[err.line - 1]
+        assert line[err.col - 1:].startswith(marked), str(err)  # the caret is at the name
+        rendered.append(str(err))
+    golden("branch_errors.out", "\n\n".join(rendered) + "\n")
+
+
+def test_unknown_reference_lists_the_names_above_and_suggests_the_closest():
+    err = error_of("x0 = linear(16)\nh1 = relu()\nadd(x0, h2)", ["B", 8])
+    assert "no node is called h2" in err.message
+    assert "did you mean h1?" in err.hint and "x0, h1" in err.hint
+    err = error_of("x0 = linear(16)\nadd(x0, h1)\nh1 = relu()", ["B", 8])
+    assert "later line" in err.message and "defined above: x0" in err.hint
+
+
+def test_unequal_shapes_name_both_nodes_and_shapes():
+    err = error_of("x0 = linear(16)\nh1 = linear(8)\nadd(x0, h1)", ["B", 8])
+    assert "x0 is [B, 16]" in err.message and "h1 is [B, 8]" in err.message
+    assert "linear(16)" in err.hint
+
+
+def test_an_unread_output_is_an_error_not_dropped():
+    err = error_of("x = linear(8)\nh = relu()\ng = gelu()\nadd(x, h)", ["B", 4])
+    assert err.code == "E_ARG" and err.message == "the output of g is never used"
+    assert err.node == "g" and err.line == 3
+    # the last line is the network's output, and a line read by the one below is used
+    assert resolve("x = linear(8)\nh = relu()\nadd(x, h)\nrelu()", ["B", 4]).output_shape == ("B", 8)
+
+
+def test_a_bare_name_that_names_no_node_is_still_not_a_value():
+    err = error_of("linear(4, bias=yes)", ["B", 16])
+    assert err.code == "E_PARSE" and "expected a value, found 'yes'" in err.message
+
+
+def test_references_by_default_name():
+    net = resolve("linear(8)\nrelu()\nadd(n0, n1)", ["B", 4])
+    assert net.node("n2").reads == ("n0", "n1")
+    assert net.node("n2").call_text == "add(n0, n1)"
+    assert net.output_shape == ("B", 8) and net.param_count == 40
+
+
+def test_residual_argument_keeps_old_stacks_call_text_and_run_keys():
+    """`residual` is quiet: the canonical text (what run keys hash) of a stack written
+    before it is unchanged, and only residual=false shows."""
+    from stacklab.lab.keys import canonical_stack
+
+    net = resolve("attention(2)\nattention(2, residual=true)\nattention(2, residual=false)",
+                  ["B", 4, 8])
+    old = 'attention(2, causal=false, position="none", buckets=32)'
+    assert [n.call_text for n in net.nodes[:2]] == [old, old]
+    assert net.nodes[2].call_text == old[:-1] + ", residual=false)"
+    assert canonical_stack(net).splitlines()[0] == f"n0 = {old}"
+    assert net.param_count == 3 * (4 * 8 * 8 + 4 * 8)
+
+
+def test_branching_network_to_dict_names_what_each_node_reads():
+    data = json.loads(json.dumps(resolve(PRE_LN_BLOCK, ["B", 64], input_dtype="int64").to_dict()))
+    x1 = data["nodes"][4]
+    assert x1["args"] == {"a": "x0", "b": "h1"} and x1["reads"] == {"a": "x0", "b": "h1"}
+    assert x1["inputs"] == {"a": ["B", 64, 32], "b": ["B", 64, 32]}
+    assert data["nodes"][0]["reads"] == {"ids": None}

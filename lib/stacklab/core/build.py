@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from .errors import StackError
+from .nodes import is_chain
 from .propagate import propagate
 from .shapes import COMPUTE_DTYPES, dtype_class, format_shape
 
@@ -49,8 +50,25 @@ def pick_device(device: str | torch.device | None = "auto") -> torch.device:
     return chosen
 
 
+def graph_plan(network: Network) -> tuple[tuple[str, tuple, tuple], ...] | None:
+    """How a branching network runs: per node, its name, the outputs it reads (None: the
+    input) and the outputs no later node reads, to let go of after it; None for a chain."""
+    if is_chain(network.nodes):
+        return None
+    last_read: dict[str | None, int] = {}
+    for node in network.nodes:
+        for read in node.reads:
+            last_read[read] = node.index
+    done: dict[int, list[str | None]] = {}
+    for read, index in last_read.items():
+        done.setdefault(index, []).append(read)
+    return tuple((node.name, node.reads, tuple(done.get(node.index, ())))
+                 for node in network.nodes)
+
+
 class StackModule(nn.Module):
-    """The built stack: one submodule per node, named after it, applied in order.
+    """The built stack: one submodule per node, named after it, applied in order (in a
+    branching stack, each to the outputs it reads, kept while a later node reads them).
 
     ``forward`` first checks the input (its dtype class, its shape against every op and
     the symbolic requirements such as ``T <= 32``) and raises `StackError`; a shape that
@@ -63,6 +81,7 @@ class StackModule(nn.Module):
         for name, layer in layers:
             self.add_module(name, layer)
         self._checked_shapes: set[tuple[int, ...]] = set()
+        self._plan = graph_plan(network)
 
     def layers(self, role: str) -> list[tuple[str, nn.Module]]:
         """``(node name, layer)`` of every node whose op declares ``role`` (`spec.ROLES`)."""
@@ -93,17 +112,49 @@ class StackModule(nn.Module):
                                   "feature sizes, or build the new network")
         self.network = network
         self._checked_shapes = set()
+        self._plan = graph_plan(network)
         return self
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self._check_input(x)
         name = None
         try:
-            for name, layer in self._modules.items():
-                x = layer(x)
+            if self._plan is None:
+                for name, layer in self._modules.items():
+                    x = layer(x)
+                return x
+            outputs: dict[str | None, torch.Tensor] = {None: x}
+            for name, reads, done in self._plan:
+                outputs[name] = self._modules[name](*(outputs[read] for read in reads))
+                for read in done:  # no later node reads it: let its memory go
+                    del outputs[read]
         except StackError as err:
             raise self._placed(err, name) from None
-        return x
+        return outputs[name]
+
+    def forward_from(self, node: str, x: torch.Tensor, until: str | None = None) -> torch.Tensor:
+        """Run the nodes after ``node`` on ``x`` as ``node``'s output, up to ``until``
+        (exclusive; None: the end), each on the outputs it reads, and return the last one:
+        how the analysis sends a table's rows alone through the rest of a (branching) stack.
+        A node on the way that reads one from before ``node`` is `StackError` (``E_SHAPE``)."""
+        nodes = self.network.nodes
+        start = next(index for index, n in enumerate(nodes) if n.name == node)
+        outputs, name = {node: x}, node
+        try:
+            for later in nodes[start + 1:]:
+                if later.name == until:
+                    break
+                missing = next((read for read in later.reads if read not in outputs), False)
+                if missing is not False:
+                    raise later.call.error(
+                        "E_SHAPE", f"{later.name} reads {missing or 'the input'}, which comes "
+                        f"before {node}", node=later.name,
+                        hint=f"this runs only the nodes after {node}, on its output")
+                name = later.name
+                outputs[name] = self._modules[name](*(outputs[read] for read in later.reads))
+        except StackError as err:
+            raise self._placed(err, name) from None
+        return outputs[name]
 
     def _placed(self, err: StackError, name: str) -> StackError:
         """The error of a layer, pointed at its node and source line."""

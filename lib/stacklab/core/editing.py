@@ -11,13 +11,16 @@ linear(4)
 >>> print(move_call(source, 1, -1))
 linear(4)
 embedding(500, 16)  # tokens
+>>> from .spec import get_op
+>>> format_call(get_op("add"), example_values(get_op("add")), name="x1")
+'x1 = add(x, m)'
 """
 
 from __future__ import annotations
 
 from .language import Call, parse
 from .resolve import bind_args, example_call
-from .spec import OpSpec, format_value
+from .spec import OpSpec
 
 
 def calls(source: str) -> list[Call]:
@@ -32,9 +35,9 @@ def format_call(spec: OpSpec, values: dict[str, object], name: str | None = None
     for arg in spec.args:
         value = values.get(arg.name, arg.default)
         if arg.required and arg.positional:
-            parts.append(format_value(value))
+            parts.append(arg.format(value))
         elif not arg.required and value != arg.default:
-            parts.append(f"{arg.name}={format_value(value)}")
+            parts.append(f"{arg.name}={arg.format(value)}")
     text = f"{spec.name}({', '.join(parts)})"
     return f"{name} = {text}" if name else text
 

@@ -16,6 +16,7 @@ import inspect
 import textwrap
 
 from .network import Network
+from .nodes import is_chain
 from .shapes import format_shape
 
 HEADER = '''"""{title}"""
@@ -68,10 +69,7 @@ def to_pytorch(network: Network, class_name: str = "Net") -> str:
         sources.insert(0, STACK_ERROR)
     parts += ["\n" + source for source in sources]
     init = [f"        self.{node.name} = {node.spec.torch_code(node.env)}" for node in network.nodes]
-    forward = []
-    for node in network.nodes:
-        out_shape = format_shape(node.outputs[0][1])
-        forward.append(f"        x = self.{node.name}(x)  # {out_shape}")
+    forward = _forward_lines(network)
     parts.append(f'''
 
 class {class_name}(nn.Module):
@@ -81,7 +79,6 @@ class {class_name}(nn.Module):
 
     def forward(self, x):  # {format_shape(network.input_shape)} {network.input_dtype}
 {chr(10).join(forward)}
-        return x
 
 
 if __name__ == "__main__":
@@ -89,3 +86,32 @@ if __name__ == "__main__":
     print(sum(p.numel() for p in model.parameters()))
 ''')
     return "".join(parts)
+
+
+def _forward_lines(network: Network) -> list[str]:
+    """The body of ``forward``: a chain passes ``x`` along; a branching network keeps each
+    node's output in a variable named after the node, which later lines read."""
+    lines = []
+    if is_chain(network.nodes):
+        for node in network.nodes:
+            lines.append(f"        x = self.{node.name}(x)  # {format_shape(node.outputs[0][1])}")
+        return lines + ["        return x"]
+
+    taken = {node.name for node in network.nodes} | {"self", "x"}
+    renamed: dict[str | None, str] = {None: "x"}  # the input is `x`, and `self` is taken
+    for name in ("self", "x"):
+        if name in taken:
+            fresh = name + "_"
+            while fresh in taken:
+                fresh += "_"
+            taken.add(fresh)
+            renamed[name] = fresh
+
+    def variable(name: str | None) -> str:
+        return renamed.get(name, name)
+
+    for node in network.nodes:
+        reads = ", ".join(variable(read) for read in node.reads)
+        lines.append(f"        {variable(node.name)} = self.{node.name}({reads})  "
+                     f"# {format_shape(node.outputs[0][1])}")
+    return lines + [f"        return {variable(network.nodes[-1].name)}"]

@@ -13,6 +13,12 @@ dataclasses that keep their source spans for error messages.
 >>> stack = parse("tok = embedding(500, 16)\\npos_embed(32)")
 >>> [(c.name, c.op, [a.value.value for a in c.args]) for c in stack.calls]
 [('tok', 'embedding', [500, 16]), (None, 'pos_embed', [32])]
+
+A bare identifier as an argument is a `Reference` to a node on an earlier line, by its
+name (``x0``) or its default name (``n1``):
+
+>>> parse("x0 = relu()\\nh = gelu()\\nadd(x0, h)").calls[2].args[1].value.value
+Reference(name='h')
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 from .errors import StackError
 
@@ -31,7 +38,20 @@ MAX_OPS = 20_000
 MAX_INT_DIGITS = 30
 MAX_ARGS = 64  # arguments of one call (no op takes more than a few)
 
-Scalar = int | float | bool | str
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A bare identifier written as an argument: the name of a node on an earlier line."""
+
+    name: str
+
+
+Scalar = int | float | bool | str | Reference
+# Whether op ``op`` takes a reference at the argument ``key`` (None: a positional one, the
+# ``position``-th): the resolver tells the parser from the op specs, so that a name nowhere
+# defined is a bad value for a number but an unknown node for a reference argument.
+TakesReference = Callable[[str, "str | None", int], bool]
 
 
 @dataclass(frozen=True)
@@ -132,20 +152,28 @@ class _Token:
     end_col: int
 
 
-def parse(source: str) -> Stack:
-    """Parse stack text into a frozen `Stack`; raise `StackError` (``E_PARSE``) if invalid."""
+def parse(source: str, takes_reference: TakesReference | None = None) -> Stack:
+    """Parse stack text into a frozen `Stack`; raise `StackError` (``E_PARSE``) if invalid.
+
+    A bare identifier as an argument is a `Reference` when it names a node on an earlier
+    line, or when ``takes_reference`` says the argument reads a node (the resolver then
+    explains an unknown name); anywhere else it is not a value (``E_PARSE``).
+    """
     if not isinstance(source, str):
         raise StackError("E_PARSE", f"a stack is text, not {type(source).__name__}",
                          hint="pass the stack source as a str")
     _check_bounds(source)
     if source.startswith("\ufeff"):  # a byte-order mark, as some editors save UTF-8
         source = source[1:]
-    calls = []
+    calls: list[Call] = []
+    defined: set[str] = set()  # the node names of the lines parsed so far
     for number, raw in enumerate(source.split("\n"), start=1):
         line_text = raw[:-1] if raw.endswith("\r") else raw
         tokens = _scan(line_text, number)
         if tokens:
-            calls.append(_parse_line(tokens, line_text, number))
+            cursor = _Cursor(tokens, line_text, number, defined, takes_reference)
+            calls.append(_parse_line(cursor))
+            defined.add(node_name(calls[-1], len(calls) - 1))
             if len(calls) > MAX_OPS:
                 raise StackError("E_PARSE", f"the stack has more than {MAX_OPS:,} ops",
                                  line=number, hint=f"keep a stack to at most {MAX_OPS:,} ops")
@@ -204,9 +232,11 @@ def _scan(line_text: str, number: int) -> list[_Token]:
 class _Cursor:
     """The tokens of one line and the place the parser has reached in them."""
 
-    def __init__(self, tokens: list[_Token], line_text: str, number: int):
+    def __init__(self, tokens: list[_Token], line_text: str, number: int,
+                 defined: set[str] = frozenset(), takes_reference: TakesReference | None = None):
         self.tokens = tokens + [_Token("end", "", tokens[-1].end_col, tokens[-1].end_col)]
         self.line_text, self.number, self.pos = line_text, number, 0
+        self.defined, self.takes_reference = defined, takes_reference
 
     @property
     def token(self) -> _Token:
@@ -233,9 +263,9 @@ class _Cursor:
         return token
 
 
-def _parse_line(tokens: list[_Token], line_text: str, number: int) -> Call:
+def _parse_line(cursor: _Cursor) -> Call:
     """``[name =] op ( [arg {, arg} [,]] )`` with positional arguments before keywords."""
-    cursor = _Cursor(tokens, line_text, number)
+    number, line_text = cursor.number, cursor.line_text
     name = name_span = None
     if cursor.token.kind == "name" and cursor.at("=", ahead=1):
         name = cursor.token.text
@@ -245,7 +275,7 @@ def _parse_line(tokens: list[_Token], line_text: str, number: int) -> Call:
     if op.text in _BOOLS:
         raise cursor.fail(f"{op.text!r} is a value, not an op", op)
     cursor.expect("punct", "(", f"'(' after {op.text!r}")
-    args = _parse_arguments(cursor)
+    args = _parse_arguments(cursor, op.text)
     close = cursor.expect("punct", ")", "')'")
     if cursor.token.kind != "end":
         raise cursor.fail(f"unexpected {cursor.token.text!r} after the call", cursor.token,
@@ -262,7 +292,7 @@ def _parse_line(tokens: list[_Token], line_text: str, number: int) -> Call:
     )
 
 
-def _parse_arguments(cursor: _Cursor) -> list[Argument]:
+def _parse_arguments(cursor: _Cursor, op: str) -> list[Argument]:
     """The arguments up to the closing ``)`` (left for the caller), keywords last."""
     args: list[Argument] = []
     seen_keyword = False
@@ -278,8 +308,14 @@ def _parse_arguments(cursor: _Cursor) -> list[Argument]:
         elif seen_keyword:
             raise cursor.fail("a positional argument follows a keyword argument", start,
                               hint="put positional arguments first, then key=value arguments")
-        value, cursor.pos = _parse_value(cursor.tokens, cursor.pos, cursor.line_text,
-                                         cursor.number)
+        if _is_reference(cursor, op, key, len(args)):
+            token = cursor.token
+            value = Value(Reference(token.text), token.text,
+                          Span(cursor.number, token.col, token.end_col))
+            cursor.pos += 1
+        else:
+            value, cursor.pos = _parse_value(cursor.tokens, cursor.pos, cursor.line_text,
+                                             cursor.number)
         args.append(Argument(key, value, Span(cursor.number, start.col, value.span.end_col)))
         if len(args) > MAX_ARGS:
             raise _fail(f"a call with more than {MAX_ARGS} arguments", cursor.line_text,
@@ -289,6 +325,16 @@ def _parse_arguments(cursor: _Cursor) -> list[Argument]:
         elif not cursor.at(")"):
             cursor.expect("punct", ")", "',' or ')'")
     return args
+
+
+def _is_reference(cursor: _Cursor, op: str, key: str | None, position: int) -> bool:
+    """Whether the current token is a bare identifier read as a node reference."""
+    token = cursor.token
+    if token.kind != "name" or token.text in _BOOLS or token.text in ("True", "False"):
+        return False
+    if token.text in cursor.defined:
+        return True
+    return cursor.takes_reference is not None and cursor.takes_reference(op, key, position)
 
 
 def _parse_value(tokens: list[_Token], pos: int, line_text: str, number: int) -> tuple[Value, int]:

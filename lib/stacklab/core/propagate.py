@@ -16,56 +16,86 @@ from .spec import OpSpec
 def propagate(bound, shape: Shape, input_dtype: str, dtype: str):
     """Carry ``shape`` through the bound calls: nodes, output shape and kept requirements.
 
-    ``bound`` holds ``(index, name, spec, args, call)`` per node. Also used at run time
-    by the built model, with the concrete shape of the tensor it is given.
+    ``bound`` holds ``(index, name, spec, args, call)`` per node. A node reads the line
+    above, or, when its op has reference arguments, the nodes they name. Also used at run
+    time by the built model, with the concrete shape of the tensor it is given.
     """
-    nodes = []
+    nodes: list[Node] = []
+    by_name: dict[str, Node] = {}
     requires: dict[tuple, Requirement] = {}  # one "<=" per dim (the tightest); each divisor
-    current, current_dtype = shape, input_dtype
     for index, name, spec, args, call in bound:
-        _check_dtype(spec, spec.inputs[0].dtype, current_dtype, call, name)
-        binding = _bind_input(spec, current, call, name, nodes[-1] if nodes else None, shape)
+        previous = nodes[-1] if nodes else None
+        reads = tuple(args[arg.name] for arg in spec.references) or (
+            (previous.name if previous else None),)
+        sources = [None if read is None else by_name[read] for read in reads]
+        incoming = [(shape, input_dtype) if source is None else
+                    (source.outputs[0][1], source.output_dtype) for source in sources]
+        for port, (_, have_dtype) in zip(spec.inputs, incoming):
+            _check_dtype(spec, port.dtype, have_dtype, call, name)
+        binding = _bind_inputs(spec, [s for s, _ in incoming], sources, call, name, shape)
         env = MappingProxyType({**{k: v for k, v in binding.items() if k != "..."}, **args})
         _check_constraints(spec, args, env, call, name, requires)
         output = spec.outputs[0].pattern.expand(
             {**binding, **{dim: args[arg] for dim, arg in spec.dim_args.items()}, **args})
         params = tuple(spec.params(env).items())
-        nodes.append(Node(
+        node = Node(
             index=index,
             name=name,
             spec=spec,
             args=args,
             call=call,
             env=env,
-            inputs=((spec.inputs[0].name, current),),
+            inputs=tuple((port.name, s) for port, (s, _) in zip(spec.inputs, incoming)),
             outputs=((spec.outputs[0].name, output),),
-            input_dtype=current_dtype,
+            input_dtype=incoming[0][1],
             output_dtype=dtype,
             params=params,
             param_count=sum(math.prod(p) for _, p in params),
-        ))
-        current, current_dtype = output, dtype
+            reads=reads,
+        )
+        nodes.append(node)
+        by_name[name] = node
     kept = sorted(requires.values(), key=lambda r: (r.dim, r.operator != "<=", r.bound))
-    return nodes, current, kept
+    return nodes, (nodes[-1].outputs[0][1] if nodes else shape), kept
 
 
-def _bind_input(spec: OpSpec, current: Shape, call: Call, name: str, previous,
-                stack_input: Shape) -> dict:
-    """The dims of ``spec``'s input pattern bound to the shape ``current``; the dims that
-    size parameters must be numbers."""
-    port = spec.inputs[0]
-    binding = port.pattern.bind(current)
-    if binding is None:
-        raise _shape_mismatch(spec, current, call, name, previous)
+def _bind_inputs(spec: OpSpec, shapes: list[Shape], sources: list, call: Call, name: str,
+                 stack_input: Shape) -> dict:
+    """The dims of ``spec``'s input patterns bound to the incoming ``shapes`` (a dim named by
+    two ports must agree); the dims that size parameters must be numbers."""
+    binding: dict = {}
+    for number, (port, current, source) in enumerate(zip(spec.inputs, shapes, sources)):
+        bound = port.pattern.bind(current)
+        if bound is None:
+            raise _shape_mismatch(spec, port, current, call, name, source)
+        clash = next((dim for dim, size in bound.items() if binding.get(dim, size) != size), None)
+        if clash is not None:
+            raise _unequal_inputs(spec, shapes[:number + 1], sources[:number + 1], call, name)
+        binding.update(bound)
     for dim_name in spec.static:
         if isinstance(binding[dim_name], str):
             example = tuple(16 if d == binding[dim_name] else d for d in stack_input)
             raise call.error(
                 "E_SHAPE", f"{spec.name} needs the size of {dim_name} in "
-                f"{port.pattern} to size its parameters, but it is the symbol "
+                f"{spec.inputs[0].pattern} to size its parameters, but it is the symbol "
                 f"{binding[dim_name]!r}", node=name,
                 hint="give that dim as a number in the input shape, e.g. " + format_shape(example))
     return binding
+
+
+def _unequal_inputs(spec: OpSpec, shapes: list[Shape], sources: list, call: Call,
+                    name: str) -> StackError:
+    """Two inputs of one op whose shapes must be equal, and are not: name both."""
+    (first, second), (a, b) = shapes[-2:], sources[-2:]
+    a_name, b_name = (s.name if s else "the input" for s in (a, b))
+    hint = "read two nodes of the same shape"
+    if len(first) == len(second) and first[:-1] == second[:-1] and isinstance(first[-1], int):
+        hint = (f"make {b_name} output {format_shape(first)} too, e.g. end its branch with "
+                f"linear({first[-1]}), or read two nodes of the same shape")
+    ports = [p.name for p in spec.inputs]
+    return call.error("E_SHAPE", f"{spec.name} needs inputs of one shape, but {ports[-2]}={a_name} "
+                      f"is {format_shape(first)} and {ports[-1]}={b_name} is "
+                      f"{format_shape(second)}", node=name, hint=hint)
 
 
 def _check_constraints(spec: OpSpec, args, env, call: Call, name: str,
@@ -101,13 +131,14 @@ def _check_dtype(spec: OpSpec, wanted: str, current: str, call: Call, name: str)
                      hint="turn ids into vectors first: put embedding(vocab, dim) before it")
 
 
-def _shape_mismatch(spec: OpSpec, shape: Shape, call: Call, name: str, previous) -> StackError:
-    pattern = spec.inputs[0].pattern
+def _shape_mismatch(spec: OpSpec, port, shape: Shape, call: Call, name: str,
+                    source) -> StackError:
+    pattern = port.pattern
     rank = pattern.fixed_rank
     wanted = f"at least {rank}" if pattern.has_ellipsis else f"{rank}"
     hint = f"give {spec.name} an input of {wanted} dims, like {pattern}"
-    if previous is not None:
-        hint += f"; the op before it, {previous.call_text}, outputs {format_shape(shape)}"
+    if source is not None:
+        hint += f"; the op before it, {source.call_text}, outputs {format_shape(shape)}"
     elif len(shape) < rank:
         hint += "; for a sequence of token ids, put embedding(vocab, dim) first"
     return call.error("E_SHAPE", f"{spec.name} expects {pattern} ({wanted} dims), but its input "

@@ -5,12 +5,24 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
+from .nodes import is_chain
 from .shapes import format_shape
 
 if TYPE_CHECKING:  # pragma: no cover
     from .network import Network
 
 COLUMNS = ("index", "name", "operation", "input shapes", "output shapes")
+INPUTS_COLUMN = "inputs"  # only in a branching network's report: what each row reads
+
+
+def is_branching(network: Network) -> bool:
+    """Whether some node reads anything but the line above (the first: the network input)."""
+    return not is_chain(network.nodes)
+
+
+def columns(network: Network) -> tuple[str, ...]:
+    """The report's columns: a branching network's gain ``inputs`` last (SPEC §18)."""
+    return (*COLUMNS, INPUTS_COLUMN) if is_branching(network) else COLUMNS
 
 
 def header(network: Network) -> str:
@@ -23,8 +35,12 @@ def header(network: Network) -> str:
 
 
 def rows(network: Network) -> list[tuple[str, ...]]:
-    return [(str(node.index), node.name, node.op, node.input_cell(), node.output_cell())
-            for node in network.nodes]
+    """One row of cells per node, for `columns`."""
+    cells = [(str(node.index), node.name, node.op, node.input_cell(), node.output_cell())
+             for node in network.nodes]
+    if is_branching(network):
+        cells = [(*row, node.reads_text) for row, node in zip(cells, network.nodes)]
+    return cells
 
 
 def footer(network: Network) -> list[str]:
@@ -35,8 +51,9 @@ def footer(network: Network) -> list[str]:
 
 def network_table(network: Network) -> str:
     """Left-aligned columns, each as wide as its widest cell plus two spaces; no trailing spaces."""
-    table = [COLUMNS, *rows(network)]
-    widths = [max(len(row[i]) for row in table) + 2 for i in range(len(COLUMNS))]
+    names = columns(network)
+    table = [names, *rows(network)]
+    widths = [max(len(row[i]) for row in table) + 2 for i in range(len(names))]
     lines = [header(network)]
     for row in table:
         cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths)]
@@ -64,6 +81,8 @@ def network_dict(network: Network) -> dict:
                 "args": dict(node.args),
                 "inputs": {port: list(shape) for port, shape in node.inputs},
                 "outputs": {port: list(shape) for port, shape in node.outputs},
+                # the node each input port reads; None: the network input
+                "reads": {port: read for (port, _), read in zip(node.inputs, node.reads)},
                 "params": {key: list(shape) for key, shape in node.params},
                 "param_count": node.param_count,
             }
@@ -76,7 +95,7 @@ def network_dict(network: Network) -> dict:
 def network_dataframe(network: Network):
     import pandas as pd
 
-    frame = pd.DataFrame(rows(network), columns=list(COLUMNS))
+    frame = pd.DataFrame(rows(network), columns=list(columns(network)))
     frame["index"] = frame["index"].astype(int)
     frame["parameters"] = [node.param_count for node in network.nodes]
     return frame
@@ -85,7 +104,8 @@ def network_dataframe(network: Network):
 def network_html(network: Network) -> str:
     """A small HTML table for notebooks, with the same header and footer as the text report."""
     esc = html.escape
-    head = "".join(f"<th style='text-align:left'>{esc(c)}</th>" for c in (*COLUMNS, "parameters"))
+    head = "".join(f"<th style='text-align:left'>{esc(c)}</th>"
+                   for c in (*columns(network), "parameters"))
     body = "".join(
         "<tr>" + "".join(f"<td style='text-align:left'><code>{esc(cell)}</code></td>"
                          for cell in row)

@@ -19,7 +19,7 @@ from types import MappingProxyType
 from torch import nn
 
 from .errors import StackError
-from .language import Argument, Call, node_name, parse
+from .language import Argument, Call, Reference, node_name, parse
 from .network import Network
 from .propagate import propagate
 from .shapes import DTYPE_BYTES, check_dtype, parse_input_shape
@@ -66,12 +66,14 @@ def _resolve(source, input_shape, input_dtype, dtype, budget_bytes) -> Network:
     if isinstance(budget_bytes, bool) or not isinstance(budget_bytes, int) or budget_bytes < 0:
         raise StackError("E_BUDGET", f"budget_bytes must be a whole number of bytes, not "
                          f"{budget_bytes!r}", hint="pass e.g. budget_bytes=2**30")
-    stack = parse(source)
+    ops = catalog()
+    stack = parse(source, takes_reference=lambda op, key, position: (
+        op in ops and ops[op].takes_reference(key, position)))
     shape = parse_input_shape(input_shape)
     dtype = check_dtype(dtype, role="compute dtype", allow_index=False)
     input_dtype = check_dtype(input_dtype, role="input dtype", allow_index=True)
-    ops = catalog()
     bound = []
+    names = [node_name(call, index) for index, call in enumerate(stack.calls)]
     for index, call in enumerate(stack.calls):
         spec = ops.get(call.op)
         if spec is None:
@@ -84,7 +86,9 @@ def _resolve(source, input_shape, input_dtype, dtype, budget_bytes) -> Network:
         if name in RESERVED_NAMES or name.startswith("_"):
             raise call.error("E_PARSE", f"the name {name!r} is reserved", span=call.name_span,
                              node=name, hint="choose another name for this node, e.g. tok or pos")
-        bound.append((index, name, spec, bind_args(spec, call, name), call))
+        args = bind_args(spec, call, name, defined=names[:index], later=names[index:])
+        bound.append((index, name, spec, args, call))
+    check_all_read(bound)
     nodes, output_shape, requires = propagate(bound, shape, input_dtype, dtype)
     param_count = sum(node.param_count for node in nodes)
     param_bytes = param_count * DTYPE_BYTES[dtype]
@@ -103,8 +107,14 @@ def _resolve(source, input_shape, input_dtype, dtype, budget_bytes) -> Network:
     )
 
 
-def bind_args(spec: OpSpec, call: Call, node: str | None = None) -> MappingProxyType:
-    """Match a call's arguments to the spec's: positional first, then keywords, then defaults."""
+def bind_args(spec: OpSpec, call: Call, node: str | None = None,
+              defined: list[str] | None = None, later: list[str] = ()) -> MappingProxyType:
+    """Match a call's arguments to the spec's: positional first, then keywords, then defaults.
+
+    A reference argument binds to the name of the node it reads; with ``defined`` (the node
+    names above the call) that name must be one of them (``later``: the names from the call
+    on, to say so when it names one of those).
+    """
     values: dict[str, object] = {}
     positional = [a for a in spec.args if a.positional]
     for position, argument in enumerate(call.args):
@@ -121,7 +131,7 @@ def bind_args(spec: OpSpec, call: Call, node: str | None = None) -> MappingProxy
         if arg.name in values:
             raise _arg_error(call, node, f"argument {arg.name!r} is given twice", span=argument.span,
                              hint=f"give each argument once: {spec.signature}")
-        values[arg.name] = _convert(spec, arg, argument, call, node)
+        values[arg.name] = _convert(spec, arg, argument, call, node, (defined, later))
     for arg in spec.args:
         if arg.name not in values:
             if arg.required:
@@ -131,6 +141,10 @@ def bind_args(spec: OpSpec, call: Call, node: str | None = None) -> MappingProxy
                                  f"{_example_call(spec)}")
             values[arg.name] = arg.default
     return MappingProxyType(values)
+
+
+_WANTED = {int: "an int", float: "a float", bool: "a bool (true or false)",
+           str: "a quoted string"}
 
 
 def _arg_error(call: Call, node: str | None, message: str, **kw) -> StackError:
@@ -169,15 +183,30 @@ def _example_call(spec: OpSpec) -> str:
     return f"{spec.name}({', '.join('16' for arg in spec.args if arg.required)})"
 
 
-def _convert(spec: OpSpec, arg: Arg, argument: Argument, call: Call, node: str | None) -> object:
+def check_all_read(bound) -> None:
+    """Every node's output is read by a later one (the line below, or a reference), except
+    the last line's, which is the network's output: a dangling branch is a mistake."""
+    read = {name for _, _, spec, args, _ in bound for name in
+            (args[arg.name] for arg in spec.references)}
+    for (_, name, _, _, call), (_, _, below, _, _) in zip(bound, bound[1:]):
+        if name not in read and below.references:
+            raise call.error("E_ARG", f"the output of {name} is never used", node=name,
+                             span=call.name_span or call.op_span,
+                             hint=f"read it with a reference, e.g. add(..., {name}) below it, "
+                                  "or remove the line")
+
+
+def _convert(spec: OpSpec, arg: Arg, argument: Argument, call: Call, node: str | None,
+             names: tuple = (None, ())) -> object:
     value = argument.value.value
+    if arg.is_reference or isinstance(value, Reference):
+        return _convert_reference(spec, arg, argument, call, node, *names)
     if arg.type is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if type(value) is not arg.type:
         written = argument.value.text
-        wanted = {int: "an int", float: "a float", bool: "a bool (true or false)",
-                  str: "a quoted string"}[arg.type]
-        raise _arg_error(call, node, f"{arg.name} of {spec.name} must be {wanted}, not {written}",
+        raise _arg_error(call, node, f"{arg.name} of {spec.name} must be {_WANTED[arg.type]}, "
+                         f"not {written}",
                          span=argument.value.span, hint=_fix_value(spec, arg, value))
     problem = arg.problem(value)
     if problem:
@@ -185,6 +214,40 @@ def _convert(spec: OpSpec, arg: Arg, argument: Argument, call: Call, node: str |
                          hint=f"use a value {arg.constraints}, e.g. {_example_call(spec)} "
                               f"({arg.name}: {arg.description[0].lower()}{arg.description[1:]})")
     return value
+
+
+def _convert_reference(spec: OpSpec, arg: Arg, argument: Argument, call: Call,
+                       node: str | None, defined: list[str] | None, later) -> str:
+    """A reference argument's node name; a name where a value belongs, or a value where a
+    name belongs, or a name not defined above, is ``E_ARG`` with the names to choose from."""
+    value, span = argument.value.value, argument.value.span
+    if not arg.is_reference:
+        readers = " or ".join(s.signature for s in catalog().values() if s.references)
+        fix = _fix_value(spec, arg, None) if arg.type is bool else (
+            f"write a value, e.g. {_example_call(spec)}")
+        raise _arg_error(call, node, f"{arg.name} of {spec.name} must be {_WANTED[arg.type]}, "
+                         f"not {value.name}, which names a node", span=span,
+                         hint=f"{fix}; only an argument that reads a node takes a name, as in "
+                              f"{readers}")
+    above = ", ".join(defined or ()) or "none"
+    if not isinstance(value, Reference):
+        raise _arg_error(call, node, f"{arg.name} of {spec.name} names the node it reads, not "
+                         f"the value {argument.value.text}", span=span,
+                         hint=f"write the name of a node above it (defined above: {above}), "
+                              f"e.g. {_example_call(spec)}")
+    if defined is not None and value.name not in defined:
+        if value.name in later:
+            problem = f"{value.name!r}, which is defined on a later line"
+        else:
+            problem = f"{value.name!r}, but no node is called {value.name}"
+        close = difflib.get_close_matches(value.name, defined, n=1, cutoff=0.5)
+        hint = f"did you mean {close[0]}? " if close else ""
+        hint += (f"a node reads only nodes on earlier lines; defined above: {above}" if defined
+                 else f"a node reads only nodes on earlier lines, and none is above this one: "
+                      f"put {spec.name} after the nodes it reads")
+        raise _arg_error(call, node, f"{arg.name} of {spec.name} reads {problem}", span=span,
+                         hint=hint)
+    return value.name
 
 
 def _fix_value(spec: OpSpec, arg: Arg, value: object) -> str:

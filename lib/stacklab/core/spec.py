@@ -15,6 +15,7 @@ from typing import Callable, Mapping
 
 from torch import nn
 
+from .language import Reference
 from .shapes import Pattern
 
 
@@ -24,7 +25,10 @@ class _Required:
 
 
 REQUIRED = _Required()
-_TYPE_NAMES = {int: "int", float: "float", bool: "bool", str: "str"}
+# The type of an argument that reads another node: written as a bare name (``add(x0, h1)``),
+# bound to that node's name. Ops with such arguments read those nodes, not the line above.
+REFERENCE = Reference
+_TYPE_NAMES = {int: "int", float: "float", bool: "bool", str: "str", REFERENCE: "reference"}
 
 
 @dataclass(frozen=True)
@@ -41,10 +45,22 @@ class Arg:
     min_inclusive: bool = True
     max_inclusive: bool = True
     choices: tuple[str, ...] = ()  # for a str argument: the values it may take
+    # An argument added to an op after stacks were written with it: `Node.call_text` (the
+    # text run keys hash) leaves it out at its default, so those stacks keep their keys.
+    quiet: bool = False
 
     @property
     def required(self) -> bool:
         return self.default is REQUIRED
+
+    @property
+    def is_reference(self) -> bool:
+        """Whether this argument names a node to read (type `REFERENCE`)."""
+        return self.type is REFERENCE
+
+    def format(self, value: object) -> str:
+        """``value`` as it is written in a call: a reference as the bare node name."""
+        return str(value) if self.is_reference else format_value(value)
 
     @property
     def type_name(self) -> str:
@@ -53,6 +69,8 @@ class Arg:
     @property
     def constraints(self) -> str:
         """The range as text: ``>= 1; <= 2147483647`` (or ``one of "none", "rope"``)."""
+        if self.is_reference:
+            return "the name of a node on an earlier line"
         if self.choices:
             return "one of " + ", ".join(format_value(c) for c in self.choices)
         parts = []
@@ -220,6 +238,22 @@ class OpSpec:
 
     def arg(self, name: str) -> Arg | None:
         return next((a for a in self.args if a.name == name), None)
+
+    @property
+    def references(self) -> tuple[Arg, ...]:
+        """The arguments that name the nodes this op reads (one input port each, in order);
+        empty for an op that reads the line above."""
+        return tuple(arg for arg in self.args if arg.is_reference)
+
+    def takes_reference(self, key: str | None, position: int) -> bool:
+        """Whether the argument ``key`` (or, for None, the ``position``-th positional one)
+        is a reference."""
+        if key is not None:
+            arg = self.arg(key)
+        else:
+            positional = [a for a in self.args if a.positional]
+            arg = positional[position] if position < len(positional) else None
+        return arg is not None and arg.is_reference
 
 
 def constraint_text(dim: str, operator: str, bound: object) -> str:

@@ -70,12 +70,13 @@ class Attention(nn.Module):
     """``out = x + proj(MHSA(x))``: Q, K and V from one fused projection, all with bias;
     ``position`` adds where the positions are: rotary queries and keys (``rope``), a fixed
     distance penalty per head (``alibi``) or a learned bias per head and distance bucket
-    (``relative``)."""
+    (``relative``). With ``residual=False`` the output is ``proj(MHSA(x))`` alone."""
 
     def __init__(self, dim: int, heads: int, causal: bool = False, position: str = "none",
-                 buckets: int = 32, dtype: torch.dtype = torch.float32):
+                 buckets: int = 32, dtype: torch.dtype = torch.float32, residual: bool = True):
         super().__init__()
         self.heads = heads
+        self.residual = residual
         self.causal = causal
         self.position = position
         self.buckets = buckets
@@ -141,11 +142,12 @@ class Attention(nn.Module):
                 bias = bias.masked_fill(future, float("-inf"))
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype))
         y = y.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
-        return x + self.proj(y)
+        return x + self.proj(y) if self.residual else self.proj(y)
 
     def extra_repr(self) -> str:
         return (f"heads={self.heads}, causal={self.causal}, position={self.position!r}"
-                + (f", buckets={self.buckets}" if self.position == "relative" else ""))
+                + (f", buckets={self.buckets}" if self.position == "relative" else "")
+                + ("" if self.residual else ", residual=False"))
 
 
 def _bias_params(env) -> dict:
@@ -178,7 +180,9 @@ SPEC = register(OpSpec(
         "- \"relative\": a learned bias per head and distance bucket (T5): distances below "
         "buckets/4 (buckets/2 with causal=true) each have a bucket, longer ones share "
         "buckets on a log scale up to 128; without causal=true, left and right have buckets "
-        "of their own. heads·buckets parameters."
+        "of their own. heads·buckets parameters.\n\n"
+        "With residual=false the input is not added: out = (softmax(...) v) @ Wo + bo alone, "
+        "the branch of a pre-LN block that add(x, h) joins back into the residual stream."
     ),
     inputs=(input_port("x[B, T, D]"),),
     outputs=(output_port("out[B, T, D]"),),
@@ -192,6 +196,8 @@ SPEC = register(OpSpec(
             "or relative.", default="none", positional=False, choices=POSITIONS),
         Arg("buckets", int, "Distance buckets of position=\"relative\" (ignored otherwise).",
             default=32, positional=False, minimum=2, maximum=1024),
+        Arg("residual", bool, "Add the input to the output (out = x + MHSA(x)); false: "
+            "MHSA(x) alone, for add() to join.", default=True, positional=False, quiet=True),
     ),
     static=("D",),
     constraints=(
@@ -225,10 +231,12 @@ SPEC = register(OpSpec(
                           if env["position"] in ("alibi", "relative") else 0)),
     torch_code=lambda env: (
         f"Attention({env['D']}, {env['heads']}, causal={env['causal']}, "
-        f"position={env['position']!r}, buckets={env['buckets']})"),
+        f"position={env['position']!r}, buckets={env['buckets']}"
+        + ("" if env["residual"] else ", residual=False") + ")"),
     torch_source=(rope_rotate, alibi_slopes, relative_bucket, Attention),
     module=lambda env, dtype: Attention(env["D"], env["heads"], env["causal"], env["position"],
-                                        env["buckets"], COMPUTE_DTYPES[dtype]),
+                                        env["buckets"], COMPUTE_DTYPES[dtype],
+                                        residual=env["residual"]),
     examples=(
         Example("Two heads of 8 features each: 4 x 16² + 4 x 16 = 1,088 parameters.",
                 "attention(2)", ("B", 12, 16)),
