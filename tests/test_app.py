@@ -91,6 +91,40 @@ def test_build_edit_form_changes_the_arguments():
     assert at.text_area(key="build_stack").value == "pos_embed(64)\nlinear(3, bias=false)"
 
 
+BRANCH = ("tok = embedding(32, 16)\nx0 = pos_embed(16)\nlayer_norm()\n"
+          "h1 = attention(2, causal=true, residual=false)\nx1 = add(x0, h1)\nlinear(8)")
+
+
+def test_build_draws_a_branching_stack_as_a_graph_with_its_inputs_column():
+    at = app(stack=BRANCH, input="B,16", input_dtype="int64")
+    assert not at.exception and not at.error
+    report = next(c for c in codes(at) if c.startswith("Network: "))
+    assert report.splitlines()[1].endswith("inputs") and "x0, h1" in report
+    [graph] = at.get("graphviz_chart")
+    assert '"x0" -> "x1"' in graph.proto.spec and '"h1" -> "x1"' in graph.proto.spec
+    chain = app(stack=STEM, input="B,12", input_dtype="int64")
+    assert chain.get("graphviz_chart") and "inputs" not in codes(chain)[-1]
+
+
+def test_build_adds_an_add_row_that_reads_names_from_above():
+    stack = "tok = embedding(32, 16)\nx0 = pos_embed(16)\nh1 = attention(2, residual=false)"
+    at = app(stack=stack, input="B,16", input_dtype="int64")
+    assert not at.error  # h1 is the last line: the network's output
+    at.selectbox(key="build_add_op").select("add").run()
+    a, b = (at.selectbox(key=f"build_add_add_{name}") for name in "ab")
+    assert a.options == ["tok", "x0", "h1"] and (a.value, b.value) == ("x0", "h1")
+    a.select("x0")
+    at.text_input(key="build_add_name").set_value("x1")
+    at.button(key="FormSubmitter:build_add-Add").click().run()
+    assert at.text_area(key="build_stack").value == stack + "\nx1 = add(x0, h1)"
+    assert not at.error, at.error
+    form = f"build_edit_3_{zlib.crc32(b'x1 = add(x0, h1)'):x}"
+    assert at.selectbox(key=f"{form}_a").options == ["tok", "x0", "h1"]
+    at.selectbox(key=f"{form}_a").select("tok")
+    at.button(key=f"FormSubmitter:{form}-Apply").click().run()
+    assert at.text_area(key="build_stack").value == stack + "\nx1 = add(tok, h1)"
+
+
 def test_bad_link_values_are_reported_not_crashed():
     at = app(stack="relu(", input="B,,12", seq_len="zero", input_dtype="int8", hide="stack,bogus")
     assert not at.exception

@@ -145,6 +145,28 @@ def test_reference_link_shows_the_parameter_count(server, browser):
     page.close()
 
 
+PRE_LN = ("tok = embedding(32, 32)\nx0 = pos_embed(64)\nlayer_norm()\n"
+          "h1 = attention(2, causal=true, residual=false)\nx1 = add(x0, h1)\nlayer_norm()\n"
+          "linear(128)\ngelu()\nm1 = linear(32)\nx2 = add(x1, m1)\nlinear(32)")
+
+
+def test_a_branching_stack_is_drawn_as_a_graph_on_build(server, browser):
+    """Graphviz renders in the browser with no network: every node, and the shapes on the
+    residual edges (SPEC §18)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{server}/?" + urlencode({"stack": PRE_LN, "input": "B,64",
+                                         "input_dtype": "int64"}))
+    page.get_by_text("Parameters: 16,832").first.wait_for(timeout=30_000)
+    graph = page.locator("[data-testid='stGraphVizChart'] svg")
+    graph.wait_for(timeout=30_000)
+    texts = graph.locator("text").evaluate_all("els => els.map(e => e.textContent)")
+    assert {"x0", "h1", "x1", "m1", "x2", "add(x0, h1)", "add(x1, m1)"} <= set(texts)
+    assert texts.count(" [B, 64, 32]") >= 10  # the edges carry their shapes
+    shoot(page, "build_graph.png", 2300)
+    page.close()
+
+
 def test_two_students_on_one_link_share_one_training(server, browser):
     """The teacher's link in two browser sessions: one training serves both, the heatmap
     forms on the Train page, and the run's key in the URL opens it in a third session."""

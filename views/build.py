@@ -10,6 +10,7 @@ from stacklab.core import editing
 from stacklab.core.errors import annotate
 from stacklab.core.export import to_pytorch
 from stacklab.core.language import default_node_name
+from stacklab.core.report import is_branching
 from stacklab.core.resolve import bind_args
 from stacklab.core.shapes import DTYPES
 from stacklab.serve.classroom import MAX_STACK_CHARS, PARAM_BUDGET_BYTES
@@ -64,6 +65,7 @@ with left:
         st.caption("This stack is too long to share as a link; the link keeps the other "
                    "settings.")
 
+MAX_GRAPH_NODES = 60  # a longer stack's graph is drawn in the browser too slowly to help
 network = error = None
 try:
     network = resolve(source, input_text, input_dtype=input_dtype, dtype=dtype,
@@ -80,6 +82,10 @@ with right:
         st.metric("Parameters", f"{network.param_count:,}")
         st.code(network.table(), language=None)
         st.dataframe(network.dataframe(), hide_index=True)
+        if len(network.nodes) <= MAX_GRAPH_NODES:
+            with st.expander("Graph", expanded=is_branching(network)):
+                st.graphviz_chart(network.dot(),
+                                  alt="The stack as a graph: each node, and the shape on each edge")
 
 MAX_LAYER_ROWS = 40  # past this, the list would cost the browser more than it helps
 
@@ -96,11 +102,20 @@ if not app_state.hidden("layers"):
         calls = []
     ops = catalog()
 
-    def arg_widgets(spec, values: dict, prefix: str) -> dict:
+    def arg_widgets(spec, values: dict, prefix: str, names_above: list[str]) -> dict:
         chosen = {}
-        for arg in spec.args:
+        for number, arg in enumerate(spec.args):
             value = values.get(arg.name, arg.default)
             help_text = arg.description + (f" ({arg.constraints})" if arg.constraints else "")
+            if arg.is_reference:  # a node above, by name: the latest ones by default
+                fallback = names_above[max(0, len(names_above) - len(spec.args) + number)] \
+                    if names_above else None
+                index = names_above.index(value) if value in names_above else (
+                    names_above.index(fallback) if fallback is not None else None)
+                chosen[arg.name] = st.selectbox(
+                    arg.name, names_above, index=index, key=f"{prefix}_{arg.name}",
+                    help=help_text, placeholder="no node above to read")
+                continue
             # Only whole numbers get their range: a float's bound may be open (dropout's
             # p < 1), which a number box cannot hold; the resolver explains such a value.
             bounded = arg.type is int
@@ -114,8 +129,9 @@ if not app_state.hidden("layers"):
             chosen[arg.name] = arg.type(widget(arg.name, key=f"{prefix}_{arg.name}", **kwargs))
         return chosen
 
+    names = [call.name or default_node_name(index) for index, call in enumerate(calls)]
     for index, call in enumerate(calls):
-        name = call.name or default_node_name(index)
+        name = names[index]
         row = st.columns([5, 1, 1, 1])
         row[0].text(f"{index}  {name}  {call.line_text.strip()[:120]}")
         row[1].button("Up", icon=":material/arrow_upward:", key=f"build_up_{index}",
@@ -136,7 +152,7 @@ if not app_state.hidden("layers"):
                 # keyed by content too, so a form never shows another layer's old values
                 form_key = f"build_edit_{index}_{zlib.crc32(call.line_text.encode()):x}"
                 with st.form(form_key):
-                    values = arg_widgets(spec, current, form_key)
+                    values = arg_widgets(spec, current, form_key, names[:index])
                     if st.form_submit_button("Apply"):
                         edit_stack(editing.replace_call(
                             source, index, editing.format_call(spec, values, call.name)))
@@ -148,7 +164,8 @@ if not app_state.hidden("layers"):
         spec = ops[op_name]
         with st.form("build_add"):
             st.caption(f"`{spec.shape_text}` · {spec.relation}")
-            values = arg_widgets(spec, editing.example_values(spec), f"build_add_{op_name}")
+            values = arg_widgets(spec, editing.example_values(spec), f"build_add_{op_name}",
+                                 names)
             node_name = st.text_input("Name (optional)", key="build_add_name")
             position = st.number_input("Position", min_value=0, max_value=len(calls),
                                        value=len(calls), step=1, key="build_add_position")

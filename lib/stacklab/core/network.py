@@ -52,6 +52,10 @@ class Network:
     def _repr_html_(self) -> str:
         return report.network_html(self)
 
+    def dot(self) -> str:
+        """The network as a Graphviz graph (nodes, and the shapes on the edges)."""
+        return report.network_dot(self)
+
     def node(self, name: str) -> Node:
         """The node called ``name`` (``KeyError`` if none)."""
         for node in self.nodes:

@@ -116,3 +116,45 @@ def network_html(network: Network) -> str:
     return (f"<div class='stacklab-network'><p><code>{esc(header(network))}</code></p>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
             f"<p>{foot}</p></div>")
+
+
+INPUT_ID = '"(input)"'  # not a node name: names are identifiers
+
+
+def _dot_text(*lines: str) -> str:
+    """``lines`` as one quoted Graphviz string (quotes and backslashes escaped), one line each."""
+    return '"' + "\\n".join(line.replace("\\", "\\\\").replace('"', '\\"') for line in lines) + '"'
+
+
+def network_dot(network: Network) -> str:
+    """The network as a Graphviz graph: a box per node (its name and its call as written),
+    the input on top, and on each edge the shape that flows along it. A chain is a
+    straight line; a branching stack shows its residual connections.
+
+    >>> from stacklab import resolve
+    >>> print(resolve("embedding(500, 16)\\nlinear(4)", "B,12", input_dtype="int64").dot())
+    digraph stack {
+      graph [rankdir=TB, nodesep=0.3, ranksep=0.35];
+      node [shape=box, style="rounded,filled", fillcolor="#f5f7fa", color="#8a94a6", fontname="monospace", fontsize=11];
+      edge [fontname="monospace", fontsize=10, color="#8a94a6"];
+      "(input)" [label="input", shape=ellipse, fillcolor="#ffffff"];
+      "n0" [label="n0\\nembedding(500, 16)"];
+      "n1" [label="n1\\nlinear(4)"];
+      "(input)" -> "n0" [label=" [B, 12]"];
+      "n0" -> "n1" [label=" [B, 12, 16]"];
+    }
+    """
+    lines = ["digraph stack {",
+             "  graph [rankdir=TB, nodesep=0.3, ranksep=0.35];",
+             '  node [shape=box, style="rounded,filled", fillcolor="#f5f7fa", color="#8a94a6", '
+             'fontname="monospace", fontsize=11];',
+             '  edge [fontname="monospace", fontsize=10, color="#8a94a6"];',
+             f'  {INPUT_ID} [label="input", shape=ellipse, fillcolor="#ffffff"];']
+    for node in network.nodes:
+        lines.append(f"  {_dot_text(node.name)} [label={_dot_text(node.name, node.call.call_source)}];")
+    for node in network.nodes:
+        for read, (_, shape) in zip(node.reads, node.inputs):
+            source = INPUT_ID if read is None else _dot_text(read)
+            lines.append(f"  {source} -> {_dot_text(node.name)} "
+                         f"[label={_dot_text(' ' + format_shape(shape))}];")
+    return "\n".join(lines + ["}"])
