@@ -63,26 +63,40 @@ def rows_alone(model, node: str, T: int, until: str | None = None) -> torch.Tens
     table = model.get_submodule(node)
     weight = table.weight
     x = torch.zeros(1, T, weight.shape[1], dtype=weight.dtype, device=weight.device)
-    ops = {n.name: n.op for n in model.network.nodes}
+    nodes = {n.name: n for n in model.network.nodes}
     with torch.no_grad(), evaluating(model):
-        x = table(x)  # (1, T, D): the rows themselves
+        outputs = {node: table(x)}  # (1, T, D): the rows themselves
+        last = node
         for name, layer in _layers_after(model, node):
             if name == until:
                 break
-            try:
-                x = layer(x)
-            except (StackError, RuntimeError, ValueError, TypeError, IndexError) as err:
-                reason = err.message if isinstance(err, StackError) else str(err).split("\n")[0]
-                raise StackError(
-                    "E_SHAPE", f"the rows of {node} alone cannot pass {name} ({ops[name]}): "
-                    f"{reason[:200]}", node=name, op=ops[name],
-                    hint="this view needs every op between the table and its target to take "
-                         "a [1, T, D] float sequence") from None
-            if x.is_floating_point() and not bool(torch.isfinite(x).all()):
-                raise StackError(
-                    "E_VALUE", f"the rows of {node} alone become infinite or nan at {name} "
-                    f"({ops[name]})", node=name, op=ops[name],
-                    hint="the table or a layer on the way holds values too large to follow")
+            outputs[name] = _rows_through(layer, nodes[name], node, outputs)
+            last = name
+    return outputs[last]
+
+
+def _rows_through(layer, at, node: str, outputs: dict[str, torch.Tensor]) -> torch.Tensor:
+    """One op on the outputs it reads, as `rows_alone` sends ``node``'s rows on: a clear
+    `StackError` when it reads something from before the table or cannot take them."""
+    def fail(code: str, reason: str, hint: str) -> StackError:
+        return StackError(code, f"the rows of {node} alone {reason}", node=at.name, op=at.op,
+                          hint=hint)
+
+    missing = [read for read in at.reads if read not in outputs]
+    if missing:
+        raise fail("E_SHAPE", f"cannot pass {at.name} ({at.op}): it also reads "
+                   f"{missing[0] or 'the input'}, from before {node}",
+                   "this view follows the rows through the nodes after the table only")
+    try:
+        x = layer(*(outputs[read] for read in at.reads))
+    except (StackError, RuntimeError, ValueError, TypeError, IndexError) as err:
+        reason = err.message if isinstance(err, StackError) else str(err).split("\n")[0]
+        raise fail("E_SHAPE", f"cannot pass {at.name} ({at.op}): {reason[:200]}",
+                   "this view needs every op between the table and its target to take "
+                   "a [1, T, D] float sequence") from None
+    if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+        raise fail("E_VALUE", f"become infinite or nan at {at.name} ({at.op})",
+                   "the table or a layer on the way holds values too large to follow")
     return x
 
 
