@@ -17,6 +17,8 @@ import torch
 from ..core.errors import StackError
 from ..core.resolve import resolve
 from .probes import evaluating
+from .scores import finite_score
+from .tasks import IGNORE
 
 __all__ = ["LengthProbe", "length_probe", "length_generalization", "run_at_length"]
 
@@ -34,8 +36,11 @@ class LengthProbe:
 
     @staticmethod
     def _split(values: torch.Tensor, T: int) -> tuple[float, float]:
+        def mean(part: torch.Tensor) -> float:  # a position never labelled is nan: skipped
+            return (part.nanmean() if bool(part.isnan().any()) else part.mean()).item()
+
         rest = values[T:]
-        return values[:T].mean().item(), rest.mean().item() if rest.numel() else float("nan")
+        return mean(values[:T]), mean(rest) if rest.numel() else float("nan")
 
     @property
     def inside(self) -> float:
@@ -94,11 +99,12 @@ def length_generalization(run, lengths, size: int = 512) -> dict[str, dict]:
             with run_at_length(run, length, size) as (x, y):
                 per_position = _accuracy_per_position(run.model, x, y,
                                                       run.config.eval_chunk(length))
+                accuracy = _overall(per_position, y)
         except StackError as err:  # the stack cannot take this length
             found[str(length)] = {"error": err.message}
             continue
-        entry = {"accuracy": round(per_position.mean().item(), 6),
-                 "per_position": [round(v, 6) for v in per_position.tolist()]}
+        entry = {"accuracy": round(accuracy, 6),
+                 "per_position": [finite_score(v) for v in per_position.tolist()]}
         if run.task.length_note and length != run.config.seq_len:
             entry["note"] = run.task.length_note
         found[str(length)] = entry
@@ -123,14 +129,26 @@ def run_at_length(run, length: int, size: int):
 
 
 def _accuracy_per_position(model, x: torch.Tensor, y: torch.Tensor, chunk: int) -> torch.Tensor:
-    """Held-out accuracy at each position, ``chunk`` sequences at a time (no more memory
-    than a training step)."""
+    """Held-out accuracy at each position over its labelled sequences (a label `IGNORE`
+    is left out; nan at a position never labelled), ``chunk`` sequences at a time (no
+    more memory than a training step)."""
     correct = torch.zeros(x.shape[1], device=x.device)
     with torch.no_grad(), evaluating(model):
         for start in range(0, x.shape[0], chunk):
             logits = model(x[start:start + chunk])  # (chunk, P, classes)
             correct += (logits.argmax(-1) == y[start:start + chunk]).float().sum(0)
-    return (correct / x.shape[0]).cpu()
+    labelled = (y != IGNORE).sum(0)  # (P,): every sequence, for most tasks
+    if bool((labelled == x.shape[0]).all()):
+        return (correct / x.shape[0]).cpu()
+    return (correct / labelled).cpu()  # 0/0: nan where no sequence is labelled
+
+
+def _overall(per_position: torch.Tensor, y: torch.Tensor) -> float:
+    """The accuracy over every labelled position, from `_accuracy_per_position`."""
+    if bool((y != IGNORE).all()):
+        return per_position.mean().item()
+    labelled = (y != IGNORE).sum(0).cpu()
+    return float((per_position.nan_to_num() * labelled).sum() / max(int(labelled.sum()), 1))
 
 
 @contextlib.contextmanager

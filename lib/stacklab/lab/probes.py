@@ -23,7 +23,8 @@ import torch
 from ..core.errors import StackError
 
 __all__ = ["evaluating", "attention_after", "rows_alone", "attention_logits",
-           "positional_attention", "rows_alone_scores", "held_out_attention_input",
+           "positional_attention", "rows_alone_scores", "attention_inputs",
+           "held_out_attention_input",
            "attention_without_table", "attention_map"]
 
 
@@ -154,21 +155,32 @@ def _model_and_length(run_or_model, T: int | None):
     return run_or_model, T
 
 
+def attention_inputs(model, layers: list[tuple[str, torch.nn.Module]],
+                     x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """What each of ``layers`` (``(name, layer)`` of ``model``) gets as input when ``model``
+    runs on the ids ``x`` (in eval mode, no gradient): ``{name: [N, T, D]}``. The one
+    capture helper of the analysis: forward pre-hooks on the built model, so every op
+    and branch on the way runs as the model runs it."""
+    captured: dict[str, torch.Tensor] = {}
+    hooks = [layer.register_forward_pre_hook(
+        lambda _, args, name=name: captured.setdefault(name, args[0])) for name, layer in layers]
+    try:
+        with torch.no_grad(), evaluating(model):
+            model(x)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return captured
+
+
 def held_out_attention_input(run, attention, size: int = 256, model=None) -> torch.Tensor:
     """What ``attention`` (a layer of ``model``, default the run's) gets as input on the
     run's held-out sequences: ``[N, T, D]``, N at most one training batch (``size`` or
     fewer, so no more memory than a training step)."""
     model = run.model if model is None else model
-    captured = {}
-    hook = attention.register_forward_pre_hook(lambda _, args: captured.setdefault("x", args[0]))
     x, _ = run.task.eval_set(run.config.seq_len, size=min(size, run.config.batch_size),
                              device=next(model.parameters()).device)
-    try:
-        with torch.no_grad(), evaluating(model):
-            model(x)
-    finally:
-        hook.remove()
-    return captured["x"]
+    return attention_inputs(model, [("attention", attention)], x)["attention"]
 
 
 def attention_without_table(run, model=None) -> tuple[str, torch.Tensor, torch.Tensor] | None:

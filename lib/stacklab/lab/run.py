@@ -16,7 +16,7 @@ import torch
 
 from ..core.build import StackModule
 from ..core.network import Network
-from . import run_scores
+from . import heads, run_scores
 from .settings import TrainConfig
 from .tasks import Task
 
@@ -45,6 +45,8 @@ METRICS_ROWS = 4096  # rows listed per table in metrics.json (the longest T the 
 # where `Run.initial_scores` keeps the partner score of the model as built, for a stack
 # without a position table (stored with the run, so it is measured once per run)
 INITIAL_ATTENTION_PATTERN = "attention_by_position"
+# where it keeps the head scores of the model as built (`heads.model_head_scores`)
+INITIAL_HEAD_SCORES = "attention_heads"
 
 
 @dataclass
@@ -76,6 +78,7 @@ class Run:
     # ((step, status), value): the answers computed for the model at that step
     _table_scores: tuple | None = field(default=None, repr=False, compare=False)
     _attention_pattern: tuple | None = field(default=None, repr=False, compare=False)
+    _head_scores: tuple | None = field(default=None, repr=False, compare=False)
     row_grad_norm: dict[str, torch.Tensor] = field(default_factory=dict)  # sum over steps
 
     @property
@@ -116,6 +119,7 @@ class Run:
                if self.length_generalization else {}),
             **({"attention_by_position": without} if (without := self.attention_pattern())
                else {}),
+            **({"attention": attention} if (attention := self.head_scores()) else {}),
         }
 
     def _current(self, cached: tuple | None, compute) -> tuple:
@@ -155,6 +159,24 @@ class Run:
             as_built = self.network.build(seed=self.config.seed, device=self.device)
             found = run_scores.partner_attention_without_table(self, as_built)
             init = self.initial_scores[INITIAL_ATTENTION_PATTERN] = found[1]
+        return init
+
+    def head_scores(self) -> dict[str, dict]:
+        """Every head score of every attention node, trained and at init
+        (`heads.head_scores`; SPEC §19), once per step; empty without attention."""
+        self._head_scores = self._current(self._head_scores, heads.head_scores)
+        return self._head_scores[1]
+
+    def initial_head_scores(self) -> dict[str, dict]:
+        """`heads.model_head_scores` of the model as built. Measured on first use, from the
+        model built again with the run's seed (as `initial_attention_partner`), and kept in
+        ``initial_scores`` under `INITIAL_HEAD_SCORES`, so a stored run keeps it."""
+        init = self.initial_scores.get(INITIAL_HEAD_SCORES)
+        if init is None:
+            as_built = self.network.build(seed=self.config.seed, device=self.device)
+            init = self.initial_scores[INITIAL_HEAD_SCORES] = heads.model_head_scores(
+                as_built, self.task, self.config.seq_len, heads.head_sequences(self.config),
+                self.config.eval_chunk(self.config.seq_len))
         return init
 
     def _table_metrics(self, node: str, scores: dict) -> dict:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import torch
 
 from ..core.errors import StackError
-from . import probes
+from . import heads, probes
 from . import scores as score_maths
+from .scores import finite_score  # public here too: the score of a run as JSON takes it
 
 __all__ = ["TABLE_SCORES", "finite_score", "rows_scores", "pattern_score", "model_scores",
            "position_table_scores", "partner_attention_without_table",
@@ -24,15 +25,6 @@ __all__ = ["TABLE_SCORES", "finite_score", "rows_scores", "pattern_score", "mode
 
 TABLE_SCORES = ("cosine_by_distance", "translation_invariance", "monotonicity",
                 "position_probe_error")
-
-
-def finite_score(value):
-    """A score as JSON takes it: rounded, nan as None, lists element-wise."""
-    if isinstance(value, list):
-        return [finite_score(v) for v in value]
-    if value is None or value != value or value in (float("inf"), float("-inf")):
-        return None
-    return round(float(value), 6)
 
 
 def rows_scores(rows: torch.Tensor) -> dict:
@@ -63,6 +55,14 @@ def pattern_score(task, model, node: str, T: int) -> float | None:
                              "look for its partner", node=node,
                              hint="add attention(...) after the position table")
         return finite_score(score_maths.partner_attention(weights, task.partner(T)))
+    if kind == "induction":
+        found = heads.largest(heads.model_head_scores(model, task, T, chunk=heads.head_chunk(task, T)),
+                              "induction", key=None)
+        if found is None:
+            raise StackError("E_SHAPE", "the stack has no attention, so no head can look back "
+                             "at the earlier copy", node=node,
+                             hint="add two attention(..., causal=true) layers")
+        return found
     if kind == "period_contrast":
         return finite_score(score_maths.period_contrast(rows, task.vocab))
     if kind == "distance_rank":

@@ -29,7 +29,17 @@ import torch
 
 __all__ = ["cosine_matrix", "centred_cosine_matrix", "cosine_by_distance",
            "translation_invariance", "monotonicity", "symmetry", "position_probe_error",
-           "partner_attention", "period_contrast", "distance_rank", "rows_decoded", "spearman"]
+           "partner_attention", "period_contrast", "distance_rank", "rows_decoded", "spearman",
+           "finite_score"]
+
+
+def finite_score(value):
+    """A score as JSON takes it: rounded, nan as None, lists element-wise."""
+    if isinstance(value, list):
+        return [finite_score(v) for v in value]
+    if value is None or value != value or value in (float("inf"), float("-inf")):
+        return None
+    return round(float(value), 6)
 
 
 def cosine_matrix(rows: torch.Tensor) -> torch.Tensor:

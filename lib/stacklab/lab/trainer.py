@@ -35,7 +35,7 @@ from .lengths import length_generalization
 from .recorders import PositionTableRecorder
 from .run import METRICS_ROWS, Run, Status
 from .settings import TrainConfig
-from .tasks import Task, get_task
+from .tasks import IGNORE, Task, get_task
 
 # `Run`, `Status` and `METRICS_ROWS` live in `stacklab.lab.run`; they are imported here too,
 # so ``from stacklab.lab.trainer import Run, Status, TrainConfig, Trainer, train`` works.
@@ -195,7 +195,8 @@ class Trainer:
         x, y = self.task.batch(config.batch_size, config.seq_len, loop.generator,
                                self.device)  # (B, T)
         logits = loop.model(x)  # (B, T, classes)
-        loss = F.cross_entropy(logits.reshape(-1, loop.classes).float(), y.reshape(-1))
+        loss = F.cross_entropy(logits.reshape(-1, loop.classes).float(), y.reshape(-1),
+                               ignore_index=IGNORE)
         loop.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if step % loop.check_every == 0 or step == config.steps:
@@ -253,18 +254,20 @@ class Trainer:
     @staticmethod
     def _evaluate(model, x, y, classes: int, step: int, chunk: int) -> dict:
         """Held-out loss and accuracy, in chunks of the training batch size (so evaluation
-        never needs more memory than a training step)."""
+        never needs more memory than a training step), over the labelled positions (a
+        label `IGNORE` is left out, as the training loss leaves it out)."""
         model.train(False)
         loss_sum, correct = 0.0, 0
+        labelled = max(int((y != IGNORE).sum()), 1)  # every position, for most tasks
         with torch.no_grad():
             for start in range(0, x.shape[0], chunk):
                 logits = model(x[start:start + chunk]).float()  # (chunk, T, classes)
                 target = y[start:start + chunk]
                 loss_sum += F.cross_entropy(logits.reshape(-1, classes), target.reshape(-1),
-                                            reduction="sum").item()
+                                            reduction="sum", ignore_index=IGNORE).item()
                 correct += int((logits.argmax(-1) == target).sum())
         model.train()
-        return {"step": step, "loss": loss_sum / y.numel(), "accuracy": correct / y.numel()}
+        return {"step": step, "loss": loss_sum / labelled, "accuracy": correct / labelled}
 
 
 @dataclass

@@ -20,15 +20,18 @@ import torch
 
 from ...core.errors import StackError
 from .. import analysis
+from .. import heads as head_analysis
 from ..tasks import TASKS
-from .captions import (attention_score, drift_score, grad_score, held_out_score,
-                       lengths_caption, lengths_score, probe_caption, probe_score,
-                       rows_alone_caption, without_table_score)
+from .captions import (attention_score, drift_score, grad_score, head_scores_caption,
+                       heads_caption, held_out_score, largest_head_score, lengths_caption,
+                       lengths_score, probe_caption, probe_score, rows_alone_caption,
+                       without_table_score)
 from .curves import (cosine_by_distance_plot, length_generalization_plot, length_probe_plot,
                      offset_scores_plot, training_curves)
 from .heatmaps import (attention_heatmap, attention_snapshot_heatmaps, learned_vs_sinusoidal,
                        positional_attention_heatmap, rows_alone_heatmap, similarity_heatmap,
                        sinusoidal_resemblance, snapshot_heatmaps)
+from .heads import head_scores_heatmaps, heads_attention_grid
 from .rows import drift_plot, grad_norm_plot, pca_plot
 from .style import MAX_TABLE_ROWS
 
@@ -98,6 +101,31 @@ class FigureContext:
     def attention_map(self):
         """`analysis.attention_map`: (weights, number of sequences)."""
         return analysis.attention_map(self.run, self.node)
+
+    @property
+    def has_any_attention(self) -> bool:
+        return bool(self.run.model.layers("attention"))
+
+    @cached_property
+    def head_scores(self) -> dict:
+        """`Run.head_scores`: every head of every attention, trained and at init."""
+        return self.run.head_scores()
+
+    @property
+    def head_sequences(self) -> int:
+        return head_analysis.head_sequences(self.run.config)
+
+    @cached_property
+    def one_sequence(self):
+        """`heads.one_sequence_attention`: the first held-out sequence and every head's
+        weights on it."""
+        return head_analysis.one_sequence_attention(self.run)
+
+    @property
+    def copy_note(self) -> str:
+        """The copy length of the sequence shown, for a task whose sequences repeat."""
+        lengths = self.run.task.copy_lengths
+        return f" (copy length L = {int(lengths(self.one_sequence[0][None])[0])})" if lengths else ""
 
     @cached_property
     def without_table(self):
@@ -319,6 +347,18 @@ FIGURES: tuple[FigureSpec, ...] = (
         lambda ctx: attention_heatmap(*ctx.attention_map),
         applies=lambda ctx: ctx.has_attention,
         score=held_out_score),
+    FigureSpec(
+        "heads_attention", "Attention by layer and head",
+        heads_caption,
+        lambda ctx: heads_attention_grid(*ctx.one_sequence, ctx.head_scores, ctx.copy_note),
+        applies=lambda ctx: ctx.has_any_attention, needs_table=False,
+        score=largest_head_score),
+    FigureSpec(
+        "head_scores", "Head scores",
+        head_scores_caption,
+        lambda ctx: head_scores_heatmaps(ctx.head_scores),
+        applies=lambda ctx: ctx.has_any_attention, needs_table=False,
+        score=largest_head_score),
     FigureSpec(
         "similarity_during_training", "Similarity during training",
         lambda ctx: "The cosine heatmap at snapshots taken during training: press play or drag "

@@ -53,9 +53,12 @@ def pattern_figure(run, node: str | None = None) -> RunFigure | None:
     """The figure where the run's task shows its pattern (``Task.pattern_figure``, a key of
     `FIGURES`), drawn from the model as it is now, so a page can show it forming; the
     cosine map when that figure does not apply or cannot be drawn; for a stack without a
-    position table, its attention by position alone; None when there is nothing to show."""
+    position table, the task's own figure if it needs no table, else its attention by
+    position alone; None when there is nothing to show."""
     ctx = _context(run, node)
-    wanted = ((run.task.pattern_figure, PATTERN_FALLBACK) if ctx.node is not None
+    own = run.task.pattern_figure
+    wanted = ((own, PATTERN_FALLBACK) if ctx.node is not None
+              else (own, PATTERN_WITHOUT_TABLE) if not figure_spec(own).needs_table
               else (PATTERN_WITHOUT_TABLE,))
     for key in dict.fromkeys(wanted):
         spec = figure_spec(key)
