@@ -154,6 +154,9 @@ def test_a_restarted_server_serves_finished_runs_from_the_store(tmp_path):
         assert job.status == "finished" and job.key == trained.key
         assert second.stats()["trainings"] == 0
         assert job.run.history == trained.run.history
+        # the page says how long the run trained, not how long ago the store was read
+        assert trained.run.seconds > 0
+        assert job.view("b").seconds == pytest.approx(trained.run.seconds, abs=0.05)
         assert second.open("c", trained.key) is job
         assert second.open("c", "0" * 32) is None
     finally:

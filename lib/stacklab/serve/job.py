@@ -73,8 +73,9 @@ class Job:
         self.step = 0 if run is None else run.step
         self.history: list[dict] = [] if run is None else list(run.history)
         self.train_loss: list[tuple[int, float]] = [] if run is None else list(run.train_loss)
-        self.started: float | None = None if run is None else time.monotonic()
-        self.ended: float | None = self.started
+        # a run from the store: its own training time (the page says "in 2.1 s", not 0.0)
+        self.ended: float | None = None if run is None else time.monotonic()
+        self.started: float | None = None if run is None else self.ended - run.seconds
         self.stop_event = None  # set by the pool to ask the worker to stop
         self.process = None  # the worker process while it trains (None on Ray)
         self._done = threading.Event()

@@ -69,8 +69,8 @@ def head_scores_heatmaps(scores: dict[str, dict]) -> go.Figure:
     names = [name for name in SCORE_LABELS
              if any(name in head for entry in scores.values() for head in entry["heads"])]
     columns = max(len(entry["heads"]) for entry in scores.values())
-    fig = make_subplots(rows=len(names), cols=2, horizontal_spacing=0.12,
-                        vertical_spacing=0.25 / max(len(names), 1),
+    fig = make_subplots(rows=len(names), cols=2, horizontal_spacing=0.05,
+                        vertical_spacing=0.3 / max(len(names), 1),
                         subplot_titles=[f"{SCORE_LABELS[name]}, {when}" for name in names
                                         for when in ("trained", "at init")])
     rows = [html.escape(f"layer {scores[node]['layer']} ({node})", quote=False) for node in nodes]
@@ -83,8 +83,10 @@ def head_scores_heatmaps(scores: dict[str, dict]) -> go.Figure:
                 colorbar=dict(title=dict(text="score")), texttemplate="%{z:.2f}",
                 hovertemplate="%{y}, head %{x}<br>score %{z:.3f}<extra></extra>"),
                 row=row, col=col)
-            fig.update_xaxes(title_text="head", dtick=1, row=row, col=col)
-            fig.update_yaxes(autorange="reversed", row=row, col=col)
+            # the layer names once, on the left; "head" once, under the last row
+            fig.update_xaxes(title_text="head" if row == len(names) else None, dtick=1,
+                             row=row, col=col)
+            fig.update_yaxes(autorange="reversed", showticklabels=col == 1, row=row, col=col)
     fig.update_layout(title=dict(text="Head scores per layer and head: trained (left) and at "
                                       "init (right)"),
                       height=max(HEIGHT // 2, (110 + 45 * len(nodes)) * len(names) + 100))
