@@ -87,9 +87,10 @@ node = None
 if len(run.position_nodes) > 1:
     node = st.selectbox("Position table", run.position_nodes, key="explore_node")
 elif not run.position_nodes:
-    st.info("This stack has no learned position table (`pos_embed`), so only the training "
-            "curves apply: a fixed `sin_pos` has nothing to learn. Add `pos_embed(...)` on the "
-            "Build page to see what a table learns.")
+    st.info("This stack has no learned position table (`pos_embed`), so the figures of a "
+            "table do not apply: what marks positions here (a fixed `sin_pos`, or the "
+            "attention's own `position=`) is shown through its attention and its heads. Add "
+            "`pos_embed(...)` on the Build page to see what a table learns.")
 
 try:
     drawn = job.figures(node)  # drawn by the worker; read once per run, shared by every session

@@ -73,9 +73,10 @@ def run_figures(run, node: str | None = None) -> list[RunFigure]:
     """Every figure of `FIGURES` that applies to ``run``, in reading order, for ``node``
     (default: its first position table), each with its score.
 
-    With no learned position table only the training curves remain; the attention maps
-    need an attention after the table; the length probe needs spare rows past T. A figure
-    the stack cannot give is skipped in place, with its reason.
+    With no learned position table the figures of a table drop out, and what attention
+    does by position and per head remains; the attention maps need an attention after the
+    table; the length probe needs spare rows past T. A figure the stack cannot give is
+    skipped in place, with its reason.
     """
     ctx = _context(run, node)
     return [_drawn(spec, ctx) for spec in FIGURES if _applies(spec, ctx)]
