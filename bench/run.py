@@ -179,11 +179,51 @@ def bench_resolve() -> dict:
     return out
 
 
+def branching_stack_of(n_lines: int) -> str:
+    """A branching stack of ``n_lines`` lines: pre-LN blocks (SPEC §18) with unique names,
+    ``x + attn(ln(x))`` then ``+ mlp(ln(.))``, cut at ``n_lines`` (the last line is the output,
+    so every other node is read)."""
+    lines = ["tok = embedding(500, 64)", "x0 = pos_embed(4096)"]
+    block = 0
+    while len(lines) < n_lines:
+        b = block
+        lines += ["layer_norm()", f"a{b} = attention(4, residual=false)", f"r{b} = add(x{b}, a{b})",
+                  "layer_norm()", "linear(256)", "gelu()", f"m{b} = linear(64)",
+                  f"x{b + 1} = add(r{b}, m{b})"]
+        block += 1
+    return "\n".join(lines[:n_lines]) + "\n"
+
+
+def bench_resolve_branching() -> dict:
+    """A branching stack's resolve time at 100, 300 and 1,000 lines, each interleaved with a
+    chain of as many lines (`stack_of`), one call per sample."""
+    def resolver(source):
+        return lambda: stacklab.resolve(source, ["B", 128], input_dtype="int64")
+
+    out = {}
+    for n_lines in (100, 300, 1_000):
+        samples = interleaved({"branching": resolver(branching_stack_of(n_lines)),
+                               "chain": resolver(stack_of(n_lines))}, reps=REPS, inner=1)
+        times = sorted(samples["branching"])
+        median = statistics.median(times)
+        out[str(n_lines)] = {"median_ms": median * 1e3, "us_per_line": median * 1e6 / n_lines,
+                             "p90_ms": times[int(0.9 * (len(times) - 1))] * 1e3,
+                             "chain_median_ms": statistics.median(samples["chain"]) * 1e3,
+                             "branching_over_chain": median_ratio(samples, "branching", "chain")}
+    growth = out["1000"]["us_per_line"] / out["100"]["us_per_line"]
+    out["per_line_1000_over_100"] = growth
+    out["targets"] = {"1000_lines_under_50ms": out["1000"]["median_ms"] < 50,
+                      "linear_growth": growth < 2.0}
+    return out
+
+
 # ---------------------------------------------------------------- training
 
 
 class HandWritten(nn.Module):
     """The reverse preset written by hand, as one would without stacklab."""
+
+    NODES = ("tok", "pos", ("qkv", "proj"), "norm", "fc1", "fc2")  # each node's parameters
 
     def __init__(self, vocab=16, dim=64, max_len=32, heads=4, hidden=128, classes=16):
         super().__init__()
@@ -206,24 +246,85 @@ class HandWritten(nn.Module):
         return self.fc2(torch.relu(self.fc1(x)))  # (B, T, classes)
 
 
-def bench_train_step() -> dict:
-    from stacklab.lab.tasks import TASKS
+class HandCausalAttention(nn.Module):
+    """``x + proj(MHSA(x))`` with a causal mask, written by hand: one fused QKV projection."""
+
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.heads = heads
+
+    def forward(self, x):  # (B, T, D)
+        B, T, D = x.shape
+        H = self.heads
+        q, k, v = (t.view(B, T, H, D // H).transpose(1, 2) for t in self.qkv(x).split(D, dim=-1))
+        y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, D/H)
+        return x + self.proj(y.transpose(1, 2).reshape(B, T, D))
+
+
+class HandInduction(nn.Module):
+    """The induction preset (tasks.TWO_LAYERS) written by hand: token embedding, a position
+    table, two causal attentions on the residual stream, a linear head."""
+
+    NODES = ("tok", "pos", "attn1", "attn2", "head")  # each node's parameters
+
+    def __init__(self, vocab=16, dim=64, max_len=32, heads=4, classes=15):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Parameter(torch.randn(max_len, dim) * 0.02)
+        self.attn1 = HandCausalAttention(dim, heads)
+        self.attn2 = HandCausalAttention(dim, heads)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, ids):  # (B, T)
+        x = self.tok(ids) + self.pos[: ids.shape[1]]  # (B, T, D)
+        return self.head(self.attn2(self.attn1(x)))  # (B, T, classes)
+
+
+def same_model(built: nn.Module, hand: nn.Module, x: torch.Tensor) -> None:
+    """Asserts the hand-written model has the built one's parameters (node by node, as its
+    ``NODES`` pairs them: the attributes that hold each node's parameters) and, given copies
+    of its weights, the same outputs on ``x``."""
+    def own(attributes):
+        names = attributes if isinstance(attributes, tuple) else (attributes,)
+        found = [getattr(hand, name) for name in names]
+        return [p for f in found for p in ([f] if isinstance(f, nn.Parameter) else f.parameters())]
+
+    nodes = [layer for layer in built.children() if any(True for _ in layer.parameters())]
+    pairs = [(a, b) for layer, attributes in zip(nodes, hand.NODES, strict=True)
+             for a, b in zip(layer.parameters(), own(attributes), strict=True)]
+    assert all(a.shape == b.shape for a, b in pairs), "parameters differ"
+    with torch.no_grad():
+        for a, b in pairs:
+            b.copy_(a)
+        assert torch.allclose(built(x), hand(x), atol=1e-5), "outputs differ for copied weights"
+
+
+def compare_train_steps(task_name: str, hand: nn.Module) -> dict:
+    """One training step (forward, the trainer's loss, backward, fused AdamW) of the task's
+    preset as built, interleaved with the same model written by hand, at the preset's batch
+    size and length on one fixed batch."""
+    from stacklab.lab.tasks import IGNORE, TASKS
     from stacklab.lab.trainer import TrainConfig, _adamw
 
-    task = TASKS["reverse"]
-    network = stacklab.resolve(task.preset(16), ["B", 16], input_dtype="int64")
+    task = TASKS[task_name]
+    T, B = task.default_seq_len, task.batch_size
+    network = stacklab.resolve(task.preset(T), ["B", T], input_dtype="int64")
     built = network.build(seed=0)
     built.set_value_checks(False)  # as the trainer does
-    hand = HandWritten()
     assert sum(p.numel() for p in hand.parameters()) == network.param_count
-    x, y = task.batch(64, 16, torch.Generator().manual_seed(0))
-    config = TrainConfig(task="reverse", lr=3e-3).filled()
+    x, y = task.batch(B, T, torch.Generator().manual_seed(0))
+    same_model(built, hand, x)
+    config = TrainConfig(task=task_name).filled()
+    classes = task.n_classes(T)
 
     def stepper(model):
         optimizer = _adamw(model, config)
 
         def step():
-            loss = nn.functional.cross_entropy(model(x).reshape(-1, 16), y.reshape(-1))
+            loss = nn.functional.cross_entropy(model(x).reshape(-1, classes).float(),
+                                               y.reshape(-1), ignore_index=IGNORE)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -231,10 +332,18 @@ def bench_train_step() -> dict:
 
     samples = interleaved({"stacklab": stepper(built), "hand": stepper(hand)}, reps=15, inner=20)
     ratio = median_ratio(samples, "stacklab", "hand")
-    return {"stack": "reverse preset, B=64, T=16", "params": network.param_count,
+    return {"stack": f"{task_name} preset, B={B}, T={T}", "params": network.param_count,
             "stacklab_ms": statistics.median(samples["stacklab"]) * 1e3,
             "hand_ms": statistics.median(samples["hand"]) * 1e3,
             "stacklab_over_hand": ratio, "targets": {"within_1_05x": ratio <= 1.05}}
+
+
+def bench_train_step() -> dict:
+    return compare_train_steps("reverse", HandWritten())
+
+
+def bench_train_step_induction() -> dict:
+    return compare_train_steps("induction", HandInduction())
 
 
 def bench_tasks() -> dict:
@@ -293,7 +402,9 @@ def bench_app() -> dict:
 # ---------------------------------------------------------------- report
 
 SECTIONS = {"pos_embed": bench_pos_embed, "resolve": bench_resolve,
-            "train_step": bench_train_step, "tasks": bench_tasks, "app": bench_app}
+            "resolve_branching": bench_resolve_branching, "train_step": bench_train_step,
+            "train_step_induction": bench_train_step_induction, "tasks": bench_tasks,
+            "app": bench_app}
 
 
 def print_tables(results: dict) -> None:
@@ -319,12 +430,26 @@ def print_tables(results: dict) -> None:
             if n_ops != "targets":
                 print(f"{n_ops:>7} {row['median_ms']:10.2f} {row['us_per_op']:7.1f}")
         print("targets:", results["resolve"]["targets"])
-    if "train_step" in results:
-        r = results["train_step"]
-        print(f"\ntraining step ({r['stack']}, {r['params']:,} parameters; median of 15 interleaved)")
-        print(f"stacklab {r['stacklab_ms']:.3f} ms  hand-written {r['hand_ms']:.3f} ms  "
-              f"ratio {r['stacklab_over_hand']:.3f}")
+    if "resolve_branching" in results:
+        r = results["resolve_branching"]
+        print("\nresolve a branching stack (pre-LN blocks; median wall time, beside a chain)")
+        print(f"{'lines':>7} {'median ms':>10} {'us/line':>8} {'p90 ms':>7} {'chain ms':>9} "
+              f"{'br/chain':>9}")
+        for n_lines, row in r.items():
+            if isinstance(row, dict) and n_lines != "targets":
+                print(f"{n_lines:>7} {row['median_ms']:10.2f} {row['us_per_line']:8.1f} "
+                      f"{row['p90_ms']:7.2f} {row['chain_median_ms']:9.2f} "
+                      f"{row['branching_over_chain']:9.2f}")
+        print(f"per-line time, 1,000 lines over 100: {r['per_line_1000_over_100']:.2f}")
         print("targets:", r["targets"])
+    for section in ("train_step", "train_step_induction"):
+        if section in results:
+            r = results[section]
+            print(f"\ntraining step ({r['stack']}, {r['params']:,} parameters; "
+                  "median of 15 interleaved)")
+            print(f"stacklab {r['stacklab_ms']:.3f} ms  hand-written {r['hand_ms']:.3f} ms  "
+                  f"ratio {r['stacklab_over_hand']:.3f}")
+            print("targets:", r["targets"])
     if "tasks" in results:
         print("\ntime to 99% held-out accuracy, preset at default settings (3 seeds)")
         print(f"{'task':10} {'median s':>9} {'max s':>7}  steps")
