@@ -15,6 +15,7 @@ import difflib
 import gc
 import keyword
 from types import MappingProxyType
+from typing import Collection
 
 from torch import nn
 
@@ -74,6 +75,9 @@ def _resolve(source, input_shape, input_dtype, dtype, budget_bytes) -> Network:
     input_dtype = check_dtype(input_dtype, role="input dtype", allow_index=True)
     bound = []
     names = [node_name(call, index) for index, call in enumerate(stack.calls)]
+    lines = {}  # name -> the first line that defines it (names are unique by now)
+    for index, name in enumerate(names):
+        lines.setdefault(name, index)
     for index, call in enumerate(stack.calls):
         spec = ops.get(call.op)
         if spec is None:
@@ -86,7 +90,8 @@ def _resolve(source, input_shape, input_dtype, dtype, budget_bytes) -> Network:
         if name in RESERVED_NAMES or name.startswith("_"):
             raise call.error("E_PARSE", f"the name {name!r} is reserved", span=call.name_span,
                              node=name, hint="choose another name for this node, e.g. tok or pos")
-        args = bind_args(spec, call, name, defined=names[:index], later=names[index:])
+        args = bind_args(spec, call, name, defined=_Above(names, lines, index),
+                         later=_Above(names, lines, index, later=True))
         bound.append((index, name, spec, args, call))
     check_all_read(bound)
     nodes, output_shape, requires = propagate(bound, shape, input_dtype, dtype)
@@ -107,8 +112,28 @@ def _resolve(source, input_shape, input_dtype, dtype, budget_bytes) -> Network:
     )
 
 
+class _Above:
+    """The node names above line ``index`` (or, with ``later``, from it on), as a resolver
+    asks of them: a look-up per reference, and the names in order only for an error, so a
+    long stack is not copied name by name for each of its lines."""
+
+    def __init__(self, names: list[str], lines: dict[str, int], index: int, later: bool = False):
+        self.names, self.lines, self.index, self.later = names, lines, index, later
+
+    def __contains__(self, name: object) -> bool:
+        line = self.lines.get(name)
+        return line is not None and (line >= self.index if self.later else line < self.index)
+
+    def __iter__(self):
+        return iter(self.names[self.index:] if self.later else self.names[:self.index])
+
+    def __len__(self) -> int:
+        return len(self.names) - self.index if self.later else self.index
+
+
 def bind_args(spec: OpSpec, call: Call, node: str | None = None,
-              defined: list[str] | None = None, later: list[str] = ()) -> MappingProxyType:
+              defined: Collection[str] | None = None,
+              later: Collection[str] = ()) -> MappingProxyType:
     """Match a call's arguments to the spec's: positional first, then keywords, then defaults.
 
     A reference argument binds to the name of the node it reads; with ``defined`` (the node
@@ -217,7 +242,7 @@ def _convert(spec: OpSpec, arg: Arg, argument: Argument, call: Call, node: str |
 
 
 def _convert_reference(spec: OpSpec, arg: Arg, argument: Argument, call: Call,
-                       node: str | None, defined: list[str] | None, later) -> str:
+                       node: str | None, defined: Collection[str] | None, later) -> str:
     """A reference argument's node name; a name where a value belongs, or a value where a
     name belongs, or a name not defined above, is ``E_ARG`` with the names to choose from."""
     value, span = argument.value.value, argument.value.span
@@ -229,13 +254,15 @@ def _convert_reference(spec: OpSpec, arg: Arg, argument: Argument, call: Call,
                          f"not {value.name}, which names a node", span=span,
                          hint=f"{fix}; only an argument that reads a node takes a name, as in "
                               f"{readers}")
-    above = ", ".join(defined or ()) or "none"
     if not isinstance(value, Reference):
+        above = ", ".join(defined or ()) or "none"
         raise _arg_error(call, node, f"{arg.name} of {spec.name} names the node it reads, not "
                          f"the value {argument.value.text}", span=span,
                          hint=f"write the name of a node above it (defined above: {above}), "
                               f"e.g. {_example_call(spec)}")
     if defined is not None and value.name not in defined:
+        above = ", ".join(defined)
+        defined = list(defined)
         if value.name in later:
             problem = f"{value.name!r}, which is defined on a later line"
         else:
