@@ -3,6 +3,7 @@ is driven through its Python API as its buttons drive it."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -56,6 +57,25 @@ def test_table_notebook_scores_a_table_from_a_file(tmp_path):
     assert "torch.Size([1024, 768])" in text and "translation_invariance" in text
     assert "has no tensor 'wte'" in text
     assert len([out for out in outputs if PLOTLY in out.get("data", {})]) == 3
+
+
+def test_induction_notebook_finds_both_heads_and_the_shortcut(tmp_path):
+    outputs = execute("induction.ipynb", tmp_path)
+    text = text_of(outputs)
+    previous = re.search(r"previous-token head: layer 1, head \d \(previous_token ([\d.]+); "
+                         r"the best in layer 2: ([\d.]+)\)", text)
+    induction = re.search(r"induction head: layer 2, head \d \(induction ([\d.]+); "
+                          r"the best in layer 1: ([\d.]+)\)", text)
+    assert previous and float(previous[1]) > float(previous[2])
+    assert induction and float(induction[1]) > 0.5 > float(induction[2])
+    two, one = (float(re.search(f"{name}: accuracy ([\\d.]+)", text)[1])
+                for name in ("two attention layers", "one attention layer"))
+    assert two > 0.9 > one  # the control cannot do it with one layer
+    shortcut = re.search(r"at T=8: repeat ([\d.]+), induction ([\d.]+)", text)
+    assert float(shortcut[1]) < 0.5 < float(shortcut[2])  # the offset fails, induction holds
+    for name in ("learned", "sinusoidal", "rope", "alibi", "none"):
+        assert re.search(f"{name:>10}  +[\\d.]+  +[\\d.]+ \\([\\d.]+\\)", text), name
+    assert len([out for out in outputs if PLOTLY in out.get("data", {})]) == 2
 
 
 def test_lab_notebook_trains_live_and_opens_by_key(tmp_path, monkeypatch):
