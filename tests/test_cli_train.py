@@ -11,7 +11,7 @@ import pytest
 from stacklab.lab.checkpoint import load_checkpoint
 
 METRIC_KEYS = {"task", "seq_len", "steps", "seconds", "device", "final", "history",
-               "position_tables"}
+               "position_tables", "attention"}  # attention: SPEC §19, per layer and head
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +51,13 @@ def test_metrics_follow_the_schema_and_rows_beyond_t_are_zero(reverse_run):
     assert all(g > 0 for g in table["row_grad_norm"][:16])
     assert all(g == 0 for g in table["row_grad_norm"][16:])
     assert all(d == 0 for d in table["row_drift"][16:])
+    [(name, attention)] = metrics["attention"].items()  # the preset's one attention
+    assert attention["layer"] == 1 and len(attention["heads"]) == 4
+    for head in attention["heads"]:  # reverse has a partner; its sequences never repeat
+        assert set(head) == {"previous_token", "partner"}
+        assert all(set(score) == {"value", "init"} for score in head.values())
+    best = max(head["partner"]["value"] for head in attention["heads"])
+    assert best > max(head["partner"]["init"] for head in attention["heads"])
 
 
 def test_the_checkpoint_loads_back_with_its_metadata(reverse_run):
