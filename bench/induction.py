@@ -119,20 +119,21 @@ def task_rows(result: dict) -> dict:
     return found
 
 
-def sweep_command(steps: int, seeds: str, out: Path, encodings=ENCODINGS) -> list[str]:
+def sweep_command(steps: int, seeds: str, out: Path, encodings=ENCODINGS,
+                  workers: int = 2) -> list[str]:
     """The one `stacklab sweep` of (d): the ``encodings`` x ``seeds`` at ``steps``."""
     command = ["stacklab", "sweep", "--task", "induction"]
     for name in encodings:
         command += ["--stack", f"examples/induction/{name}.txt"]
     return command + ["--seeds", seeds, "--steps", str(steps), "--eval-lengths", SWEEP_LENGTHS,
-                      "--workers", "2", "--out", str(out)]
+                      "--workers", str(workers), "--out", str(out)]
 
 
-def sweep(steps: int, seeds: str, folder: Path, encodings=ENCODINGS) -> dict:
+def sweep(steps: int, seeds: str, folder: Path, encodings=ENCODINGS, workers: int = 2) -> dict:
     """(d) at ``steps``: run the sweep into ``folder`` unless its results.csv is there (its
     runs in ``folder/runs``, a store of their own), then one row per run by encoding."""
     out = folder / f"steps{steps}"
-    command = sweep_command(steps, seeds, out, encodings)
+    command = sweep_command(steps, seeds, out, encodings, workers)
     store = RunStore(out / "runs")
     if not (out / "results.csv").is_file() and not store.keys():
         env = {**os.environ, "STACKLAB_RUNS": str(store.root)}
@@ -226,6 +227,8 @@ def main() -> int:
     parser.add_argument("--encodings-3000", default=",".join(ENCODINGS),
                         help="the example stacks of the 3,000-step sweep (a shorter list "
                              "where the machine has no time for all five)")
+    parser.add_argument("--workers-3000", type=int, default=2,
+                        help="the 3,000-step sweep's --workers (the results do not depend on it)")
     args = parser.parse_args()
     # One thread a run: on a shared machine torch's thread pool spins against the other
     # processes and a 300-step run takes minutes instead of seconds.
@@ -238,8 +241,9 @@ def main() -> int:
         result["task_rows"] = task_rows(result)
     seeds = {steps: args.seeds_3000 if steps == 3000 else "0-2" for steps in SWEEP_STEPS}
     encodings = {1000: ENCODINGS, 3000: tuple(args.encodings_3000.split(","))}
+    workers = {1000: 2, 3000: args.workers_3000}
     result["d_encodings"] = {str(steps): sweep(steps, seeds[steps], Path(args.sweeps),
-                                               encodings[steps])
+                                               encodings[steps], workers[steps])
                              for steps in SWEEP_STEPS if seeds[steps] != "none"}
     result["targets_met"] = verdicts(result)
     result["chance"] = CHANCE
