@@ -60,7 +60,8 @@ def summary(run) -> dict:
     lengths = {}
     for length, entry in metrics.get("length_generalization", {}).items():
         if "per_position" in entry:
-            past = entry["per_position"][T:]
+            # positions no sequence labels (induction's last one) are null: left out
+            past = [value for value in entry["per_position"][T:] if value is not None]
             lengths[length] = {"accuracy": entry["accuracy"],
                                "past_T": round(sum(past) / len(past), 6) if past else None}
         else:
