@@ -181,3 +181,16 @@ def test_the_live_figure_is_drawn_at_each_evaluation():
     trainer.run()
     assert [figure.key for figure in drawn] == ["head_scores", "head_scores"]
     assert drawn[0].figure.data[0].z.tolist() != drawn[1].figure.data[0].z.tolist()
+
+
+def test_compare_reads_past_t_accuracy_of_a_task_with_unlabelled_positions():
+    """At a longer length, induction's last position is never labelled: its accuracy is
+    null, and the past-T figure averages the positions that are (a sweep crashed here)."""
+    from stacklab.lab.compare import summary
+
+    run = train(task="induction", steps=20, eval_every=20, eval_lengths="16,24", seed=0)
+    per_position = run.metrics()["length_generalization"]["24"]["per_position"]
+    assert per_position[-1] is None and any(v is not None for v in per_position[16:])
+    past = summary(run)["length_generalization"]["24"]["past_T"]
+    labelled = [v for v in per_position[16:] if v is not None]
+    assert past == pytest.approx(sum(labelled) / len(labelled), abs=1e-6)
