@@ -8,6 +8,8 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from stacklab.lab.tasks import TASKS
+
 APP = str(Path(__file__).parent.parent / "app.py")
 STEM = "embedding(500, 16)\npos_embed(32)\nlinear(4)"
 
@@ -205,6 +207,11 @@ def test_catalog_shows_every_op_page_resolved_live():
     box.select("pos_embed").run()
     page = at.markdown[-1].value
     assert "Identity: pos_embed@1" in page and "Parameters: 8,580" in page
+    tasks = at.dataframe[0].value  # every task, the induction pair included, with its preset
+    assert list(tasks["task"]) == list(TASKS)
+    induction = tasks[tasks["task"] == "induction"].iloc[0]
+    assert induction["pattern score"] == "induction" and induction["T"] == 16
+    assert induction["preset"].count("attention(4, causal=true)") == 2
 
 
 # --- things a first review of the app found ------------------------------------------
