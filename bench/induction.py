@@ -94,6 +94,10 @@ def preset_runs() -> dict:
         "a_two_layers": [trained(s, task="induction") for s in SEEDS],
         "b_one_layer": [trained(s, one_layer_preset(), task="induction", steps=steps)
                         for s in SEEDS],
+        # L drawn from 4..16 rather than 4..8: ruling out the tokens already copied is
+        # worth less (see `elimination_accuracy`), as in the prototype's longer sequences
+        "b_one_layer_T32": [trained(s, one_layer_preset(32), task="induction", steps=steps,
+                                    seq_len=32) for s in SEEDS],
         "c_repeat_T32": [trained(s, task="repeat", seq_len=32, eval_lengths="16,32")
                          for s in SEEDS],
         "c_induction_T32": [trained(s, task="induction", seq_len=32, eval_lengths="16,32")
@@ -102,7 +106,18 @@ def preset_runs() -> dict:
     }
 
 
-PRESET_PARTS = ("a_two_layers", "b_one_layer", "c_repeat_T32", "c_induction_T32", "repeat_T16")
+PRESET_PARTS = ("a_two_layers", "b_one_layer", "b_one_layer_T32", "c_repeat_T32",
+                "c_induction_T32", "repeat_T16")
+
+
+def elimination_accuracy(T: int) -> float:
+    """The accuracy of a guess that needs no induction head: at position L+k of the second
+    copy, pick uniformly among the prefix tokens not yet copied (L-k-1 of them, since the
+    prefix's tokens are distinct). One attention layer can do this much by content alone;
+    averaged over the scored positions of L = 4..T/2 (each L equally likely)."""
+    per_length = [(sum(1 / (L - 1 - k) for k in range(L - 1)), L - 1)
+                  for L in range(4, T // 2 + 1)]
+    return sum(hits for hits, _ in per_length) / sum(scored for _, scored in per_length)
 
 
 def task_rows(result: dict) -> dict:
@@ -135,7 +150,9 @@ def sweep(steps: int, seeds: str, folder: Path, encodings=ENCODINGS, workers: in
     out = folder / f"steps{steps}"
     command = sweep_command(steps, seeds, out, encodings, workers)
     store = RunStore(out / "runs")
-    if not (out / "results.csv").is_file() and not store.keys():
+    # the sweep takes the runs its store already holds at once (same run keys), so an
+    # interrupted sweep goes on where it stopped
+    if not (out / "results.csv").is_file():
         env = {**os.environ, "STACKLAB_RUNS": str(store.root)}
         executable = str(Path(sys.executable).parent / "stacklab")
         subprocess.run([executable, *command[1:]], cwd=ROOT, env=env, check=False)
@@ -194,6 +211,8 @@ def verdicts(result: dict) -> dict:
         "a_accuracy>=0.75": all(r["accuracy"] >= TARGETS["accuracy"] for r in a),
         "a_seconds<=10": all(r["seconds"] <= TARGETS["seconds"] for r in a),  # all 300 steps
         "b_accuracy<=0.5": all(r["accuracy"] <= TARGETS["one_layer_accuracy"] for r in b),
+        "b_T32_accuracy<=0.5": all(r["accuracy"] <= TARGETS["one_layer_accuracy"]
+                                   for r in result["b_one_layer_T32"]),
         "b_induction_below_two_layers": (max(r["L1_induction"] for r in b)
                                          < min(r["L2_induction"] for r in a)),
     }
@@ -204,7 +223,11 @@ def report(result: dict) -> str:
         "steps", "step_99", "seconds", "accuracy", "L2_induction", "L2_induction_init",
         "L1_previous_token", "L1_previous_token_init"]),
         "(b) one attention, 300 steps", runs_table(result["b_one_layer"], [
-            "steps", "seconds", "accuracy", "L1_induction", "L1_induction_init"])]
+            "steps", "seconds", "accuracy", "L1_induction", "L1_induction_init"]),
+        "(b) one attention at T = 32, 300 steps", runs_table(result["b_one_layer_T32"], [
+            "steps", "seconds", "accuracy", "L1_induction", "L1_induction_init"]),
+        "elimination (no induction head) at T = 16 and 32: "
+        f"{elimination_accuracy(16):.3f}, {elimination_accuracy(32):.3f}"]
     for key in ("c_repeat_T32", "c_induction_T32"):
         parts += [f"({key[0]}) {key[2:]}, evaluated at 16 and 32", runs_table(result[key], [
             "steps", "seconds", "accuracy_at_32", "accuracy_at_16"])]
@@ -247,6 +270,7 @@ def main() -> int:
                              for steps in SWEEP_STEPS if seeds[steps] != "none"}
     result["targets_met"] = verdicts(result)
     result["chance"] = CHANCE
+    result["elimination"] = {str(T): round(elimination_accuracy(T), 4) for T in (16, 32)}
     (ROOT / "bench" / "induction.json").write_text(json.dumps(result, indent=1) + "\n")
     print(report(result))
     return 0

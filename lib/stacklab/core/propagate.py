@@ -24,10 +24,12 @@ def propagate(bound, shape: Shape, input_dtype: str, dtype: str):
     by_name: dict[str, Node] = {}
     requires: dict[tuple, Requirement] = {}  # one "<=" per dim (the tightest); each divisor
     for index, name, spec, args, call in bound:
-        previous = nodes[-1] if nodes else None
-        reads = tuple(args[arg.name] for arg in spec.references) or (
-            (previous.name if previous else None),)
-        sources = [None if read is None else by_name[read] for read in reads]
+        if spec.references:
+            reads = tuple(args[arg.name] for arg in spec.references)
+            sources = [by_name[read] for read in reads]
+        else:  # the line above, or the stack's input on the first line
+            sources = [nodes[-1] if nodes else None]
+            reads = (sources[0].name if nodes else None,)
         incoming = [(shape, input_dtype) if source is None else
                     (source.outputs[0][1], source.output_dtype) for source in sources]
         for port, (_, have_dtype) in zip(spec.inputs, incoming):
@@ -68,8 +70,7 @@ def _bind_inputs(spec: OpSpec, shapes: list[Shape], sources: list, call: Call, n
         bound = port.pattern.bind(current)
         if bound is None:
             raise _shape_mismatch(spec, port, current, call, name, source)
-        clash = next((dim for dim, size in bound.items() if binding.get(dim, size) != size), None)
-        if clash is not None:
+        if binding and any(binding.get(dim, size) != size for dim, size in bound.items()):
             raise _unequal_inputs(spec, shapes[:number + 1], sources[:number + 1], call, name)
         binding.update(bound)
     for dim_name in spec.static:

@@ -82,7 +82,7 @@ def _resolve(source, input_shape, input_dtype, dtype, budget_bytes) -> Network:
         spec = ops.get(call.op)
         if spec is None:
             raise _unknown_op(call, ops)
-        name = node_name(call, index)
+        name = names[index]
         if keyword.iskeyword(name):  # `self.class = ...` in exported code is a SyntaxError
             raise call.error("E_ARG", f"the name {name!r} is a Python keyword, and node names "
                              "become attribute names of the built module", span=call.name_span,

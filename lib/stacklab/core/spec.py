@@ -7,6 +7,7 @@ one file under ``stacklab/ops/``: its torch module next to its `OpSpec`.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import pkgutil
@@ -239,7 +240,7 @@ class OpSpec:
     def arg(self, name: str) -> Arg | None:
         return next((a for a in self.args if a.name == name), None)
 
-    @property
+    @functools.cached_property  # asked for each line of every resolve
     def references(self) -> tuple[Arg, ...]:
         """The arguments that name the nodes this op reads (one input port each, in order);
         empty for an op that reads the line above."""

@@ -32,6 +32,7 @@ from ..lab.trainer import Status, TrainConfig, Trainer
 
 PROGRESS_SECONDS = 0.1
 PATTERN_SECONDS = 0.25
+PATTERN_SHARE = 4  # wait at least 4x what the last live pattern figure took to draw
 # Imported once by the fork server; `warmup` also runs two training steps there.
 PRELOAD = ["torch", "stacklab.serve.worker", "stacklab.serve.warmup"]
 
@@ -85,9 +86,12 @@ def _report(trainer: Trainer, conn, stop) -> None:
     def on_eval(run) -> None:
         now = time.monotonic()
         pattern = None
-        if now - clock["pattern"] >= PATTERN_SECONDS:
-            clock["pattern"] = now
+        if now >= clock["pattern"]:
             pattern = _pattern(run)
+            drawn = time.monotonic()
+            # the next one after PATTERN_SECONDS, or later where drawing is slow (many heads
+            # on held-out inputs): the live figure takes at most a fifth of the run's time
+            clock["pattern"] = drawn + max(PATTERN_SECONDS, PATTERN_SHARE * (drawn - now))
         losses = run.train_loss[clock["losses"]:]
         clock["losses"] = len(run.train_loss)
         conn.send(("eval", run.step, run.history[-1], losses, pattern))
