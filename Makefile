@@ -40,7 +40,8 @@ docs: $(STAMP)
 fuzz: $(STAMP)
 	$(PY) -m pytest tests/test_fuzz.py --hypothesis-profile=fuzz --hypothesis-show-statistics -q
 
-# Thirty browser sessions training at once against the real server (see bench/loadtest.py).
+# A lecture hall on one link: 30 and 100 agent-API students, 30 seeds, a run= link, a hostile
+# student and one real Chromium, each on its own server with the agent API on (bench/loadtest.py).
 loadtest: $(STAMP) browser
 	$(PY) bench/loadtest.py
 

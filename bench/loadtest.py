@@ -1,59 +1,95 @@
-"""The classroom load test: what a student waits for, on the real server in real browsers.
+"""The lecture-hall load test (SPEC §20): what a student waits for, on the real server.
 
-    make loadtest                      # LOADTEST_SESSIONS=N for another class size
+    make loadtest                      # the full classes (under 20 minutes on 2 cores)
+    LOADTEST_SCALE=0.1 make loadtest   # a tenth of each class (at least 3 students)
+    LOADTEST_ONLY=one_link_30,run_link_100 make loadtest   # some scenarios only
 
-Starts the Streamlit server (one training worker per core, an empty run store) and, in
-Chromium, measures per student the time from opening the teacher's link to a trained
-heatmap on screen: the link opens the Train page, the student presses Train, and the
-clock stops when the run is finished and its pattern figure is drawn beside the curves.
+Each scenario starts a Streamlit server of its own, with an empty run store (its own
+``STACKLAB_RUNS``), training in worker processes, and Streamlit's agent API switched on
+for this server only (``--server.enableAgentApi true``; ``make run`` never does). The
+students are browserless sessions driven through that API (`AgentStudent`): each one is a
+real session on the server, running the app's real scripts, widgets and fragments, but
+nobody draws its page on the server's two cores, as in a classroom where each student's
+browser runs on their own machine. One real Chromium student (`BrowserStudent`, at
+normal priority) arrives in the middle of the crowd.
 
-- **idle**: one student alone on the idle server;
-- **one link**: 30 students open the same `reverse` link, arriving over 10 s (one training
-  should serve them all; the server's log counts trainings);
-- **30 seeds**: 30 students who each changed the seed (30 different runs);
-- **30 seeds + hostile**: the same with other seeds, plus one hostile student among them
-  who opens the review's worst links (issue 11): a stack whose snapshots would take 656 MiB,
-  a run of days (both must be refused before Train), and a million-row table, trained and
-  then opened on Explore. The others' numbers are compared with the plain 30 seeds.
+A student's clock runs from opening the link to the trained pattern figure:
 
-Meanwhile one more page edits its stack on the Build page over and over and times each
-round trip (commit the edit -> the new parameter count on screen). Also reported: server
-CPU seconds, its RSS before, at peak and after, and the app's training steps per second
-against the CLI's on the same run. The simulated students' browsers run at the lowest
-priority (SCHED_IDLE): in a classroom they run on the students' own machines, here they
-share the server's 2 cores.
-Results go to bench/loadtest.json.
+- an agent student opens the link (a new session on the page it names, with its query
+  parameters), presses Train when the page offers it and shows no finished run, and then
+  asks again at the page's poll interval until a response holds the finished run's
+  pattern figure. Its polls are full reruns of the page: the agent API cannot rerun a
+  fragment alone, so a poll costs the server more than a browser's does;
+- the browser opens the link, presses Train when the page shows it (not on a ``run=``
+  link), and stops the clock when the pattern heatmap is drawn on screen.
+
+Scenarios (students arrive over ``ARRIVAL_SECONDS``):
+
+- ``one_link_30``, ``one_link_100``: the teacher's link (``reverse``, every control
+  pinned by ``hide=``); everyone presses Train, one training serves them all;
+- ``seeds_30``: 30 students who each changed the seed (30 runs, the browser's a 31st);
+- ``run_link_100``: the teacher trains, then the browser opens the teacher's ``run=KEY``
+  link alone on the idle server, then 100 students and the browser open it together;
+- ``seeds_30_hostile``: 30 other seeds plus one hostile (agent) student who opens the
+  review's worst links (`HOSTILE`): two that must be refused before Train (``E_BUDGET``)
+  and a million-row table, trained and then opened on Explore.
+
+Measured per scenario: p50/p95/max of the students' times, the browser's, the number of
+trainings on the scenario's server (the pool's log lines and the run store's folders), the server process's CPU
+seconds per session, and the load test's own CPU (parsing the responses). A row is printed
+as each scenario ends; everything goes to bench/loadtest.json.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
+import math
 import os
 import re
+import shutil
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
-from urllib.parse import urlencode
 
 ROOT = Path(__file__).parent.parent
-SESSIONS = int(os.environ.get("LOADTEST_SESSIONS", "30"))
-ARRIVAL_SECONDS = 10.0  # students open the link spread over this long
-SESSION_TTL = 20  # seconds; the server forgets closed tabs' runs after this
-STUDENT_NICE = int(os.environ.get("LOADTEST_STUDENT_NICE", "19"))
+sys.path.insert(0, str(ROOT / "lib"))
+
+from stacklab.lab.store import RunStore  # noqa: E402
+from stacklab.serve.experiment import HIDEABLE, from_query, to_query  # noqa: E402
+
+SCALE = float(os.environ.get("LOADTEST_SCALE", "1"))
+ONLY = [name for name in os.environ.get("LOADTEST_ONLY", "").split(",") if name]
+ARRIVAL_SECONDS = 10.0  # a class opens the link over this long
+STUDENT_TIMEOUT = 240.0  # a student who waited this long is reported as timed out
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--no-first-run", "--disable-dev-shm-usage"]
-ENDINGS = ("finished", "stopped", "diverged", "failed")
-PATTERN = "Attention by position alone"  # the pattern figure of `reverse`
-TRAINED = re.compile(r"run (\w+) (finished|diverged|stopped|failed): (\d+) steps in ([\d.]+) s")
+         "--disable-component-update", "--no-first-run"]
+PATTERN = "Attention by position alone"  # the caption of `reverse`'s pattern figure
+PATTERN_KEY = "train_pattern_"  # the Train page's key of the pattern chart
+FINISHED = re.compile(r"Status: \**finished")
+ENDED = re.compile(r"Status: \**(stopped|diverged|failed)")
+TEACHER = {"task": "reverse", "seq_len": "16", "steps": "400", "device": "cpu"}
 
+
+def class_size(n: int) -> int:
+    return max(3, round(n * SCALE))
+
+
+def link_query(**changes) -> dict[str, str]:
+    """The teacher's link as query parameters: the experiment with every control pinned."""
+    experiment, problems = from_query({**TEACHER, **changes, "hide": ",".join(HIDEABLE)})
+    assert not problems, problems
+    return to_query(experiment)
+
+
+# -- the server --------------------------------------------------------------------------
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -61,359 +97,466 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def rss_mib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024)
-    return 0
-
-
-def cpu_seconds(pids) -> float:
-    """User + system CPU seconds of the given processes so far."""
-    total = 0.0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
-def machine_ticks() -> list[int]:
-    return [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-
-
-def machine_busy(since: list[int]) -> float:
-    """The fraction of the machine's CPU time that was busy since ``since`` (all processes)."""
-    delta = [b - a for a, b in zip(since, machine_ticks())]
-    return round(1 - (delta[3] + delta[4]) / max(1, sum(delta)), 2)
-
-
-def chromium_pids() -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if "chromium" in (entry / "comm").read_text():
-                    pids.append(int(entry.name))
-            except OSError:
-                pass
-    return pids
-
-
-def low_priority_chromium(level: int) -> str:
-    """A launcher that runs Chromium (and every process it starts) at the lowest priority
-    (Playwright wants one executable). ``nice`` alone does not hold: Chromium sets its own
-    renderers' nice values (-8 to 5, as `ps` shows), so the launcher uses the SCHED_IDLE
-    policy, which its children inherit and nice values do not override. ``level`` 0: none."""
-    if level == 0:
-        return CHROMIUM
-    path = Path("/tmp/stacklab-loadtest-chromium.sh")
-    path.write_text(f"#!/bin/sh\nexec chrt --idle 0 nice -n {level} {CHROMIUM} \"$@\"\n")
-    path.chmod(0o755)
-    return str(path)
-
-
-def start_server(port: int, runs: str, log: Path) -> subprocess.Popen:
-    env = {**os.environ, "STACKLAB_SESSION_TTL": str(SESSION_TTL), "STACKLAB_RUNS": runs}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
-         str(port), "--server.headless", "true", "--server.disconnectedSessionTTL",
-         str(SESSION_TTL)], cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
-                return process
-        except OSError:
-            time.sleep(0.3)
-    process.kill()
-    raise SystemExit("the server did not start")
-
-
-async def student(browser, url: str, delay: float, result: dict) -> None:
-    """Open ``url`` after ``delay``, press Train, wait for the trained pattern figure."""
-    await asyncio.sleep(delay)
-    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = await context.new_page()
-    result.update(status="opening")
-    opened = time.monotonic()
-    phases = result.setdefault("phases", {})
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads) so far."""
     try:
-        await page.goto(url, timeout=300_000)
-        phases["page_loaded"] = time.monotonic() - opened
-        button = page.get_by_role("button", name="Train", exact=True)
-        await button.wait_for(timeout=300_000)
-        phases["train_button_shown"] = time.monotonic() - opened
-        await button.click(timeout=300_000)  # a loaded page may take a while to accept it
-        phases["clicked"] = time.monotonic() - opened
-        result["status"] = "submitted"
-        # one waiter per page (Playwright polls inside the page), not a query loop
-        ending = page.get_by_text(re.compile(r"Status: (" + "|".join(ENDINGS) + ")")).first
-        await ending.wait_for(timeout=900_000)
-        text = await ending.inner_text()
-        ended = next(w for w in ENDINGS if f"Status: {w}" in text)
-        if ended == "finished":
-            phases["finished_shown"] = time.monotonic() - opened
-            # the trained heatmap: the pattern figure's caption and its chart on screen
-            await page.get_by_text(PATTERN, exact=True).first.wait_for(timeout=300_000)
-            await page.locator(".js-plotly-plot").nth(1).wait_for(timeout=300_000)
-            result.update(status=ended, seconds=time.monotonic() - opened)
-        else:
-            result.update(status=ended)
-    except Exception as err:  # noqa: BLE001 - a load test reports, it does not stop
-        result.update(status="error", error=f"{type(err).__name__}: {err}"[:300])
-    finally:
-        await context.close()
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-HOSTILE = {  # the classroom review's worst links: what each must lead to
-    "snapshots": ({"task": "modular", "stack": "embedding(8, 1024)\npos_embed(4096)\nlinear(8)",
-                   "input": "B,32", "seq_len": 32, "steps": 40, "batch_size": 1}, "E_BUDGET"),
-    "days_of_work": ({"task": "reverse", "input": "B,512", "seq_len": 512, "batch_size": 1,
-                      "stack": "embedding(16, 2048)\n" + "linear(2048)\n" * 15 + "linear(16)",
-                      "steps": 20000}, "E_BUDGET"),
-    "million_rows": ({"task": "modular", "stack": "embedding(8,1)\npos_embed(1000000)\nlinear(8)",
-                      "steps": 2, "batch_size": 1}, "explored"),
-}
+class Server:
+    """A Streamlit server of the app with the agent API on and an empty run store."""
 
+    def __init__(self, max_sessions: int):
+        self.folder = Path(tempfile.mkdtemp(prefix="stacklab-loadtest-"))
+        self.runs = self.folder / "runs"
+        self.log = self.folder / "server.log"
+        port = free_port()
+        self.base = f"http://127.0.0.1:{port}"
+        env = {**os.environ, "STACKLAB_RUNS": str(self.runs),
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "lib"),
+                                                           os.environ.get("PYTHONPATH")]))}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+             "--server.port", str(port), "--server.headless", "true",
+             "--server.enableAgentApi", "true",
+             "--server.agentMaxSessions", str(max_sessions),
+             "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=env, stdout=self.log.open("w"), stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                if urllib.request.urlopen(f"{self.base}/_stcore/health", timeout=2).read() == b"ok":
+                    return
+            except OSError:
+                time.sleep(0.3)
+        self.close()
+        raise SystemExit(f"the server did not start; see {self.log}")
 
-async def hostile(browser, base: str, result: dict) -> None:
-    """One student opening the review's worst links, one after another (see `HOSTILE`)."""
-    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = await context.new_page()
-    for name, (settings, expected) in HOSTILE.items():
-        started = time.monotonic()
+    def cpu(self) -> float:
+        return cpu_seconds(self.process.pid)
+
+    def trainings(self) -> int:
+        """Runs the pool trained (its log says "training run KEY" for each)."""
+        return self.log.read_text().count("stacklab.pool INFO training run ")
+
+    def stored(self) -> int:
+        return len(RunStore(self.runs).keys()) if self.runs.exists() else 0
+
+    def close(self) -> None:
+        self.process.terminate()
         try:
-            await page.goto(f"{base}/train?" + urlencode(settings), timeout=300_000)
-            if expected == "E_BUDGET":
-                await page.get_by_text("E_BUDGET").first.wait_for(timeout=300_000)
-                outcome = "refused (E_BUDGET)"
-            else:
-                await page.get_by_role("button", name="Train", exact=True).click(timeout=300_000)
-                await page.get_by_text("Status: finished").first.wait_for(timeout=300_000)
-                await page.get_by_text("Explore what the table learned").first.click()
-                await page.get_by_text("Gradient per row").first.wait_for(timeout=300_000)
-                outcome = "explored"
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        shutil.rmtree(self.runs, ignore_errors=True)
+
+
+# -- the students ------------------------------------------------------------------------
+
+class AgentError(Exception):
+    pass
+
+
+def interact(base: str, body: dict, timeout: float = 120.0) -> dict:
+    """One agent API request; a run that outlasts the server's wait is collected."""
+    data = json.dumps(body).encode()
+    while True:
+        request = urllib.request.Request(f"{base}/_stcore/agent/interact", data=data,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                answer = json.loads(response.read())
+                status = response.status
+        except urllib.error.HTTPError as err:
+            raise AgentError(f"{err.code}: {err.read()[:300]!r}") from None
+        if status == 202 and answer.get("session_id"):  # wait_timed_out: still running
+            data = json.dumps({"session_id": answer["session_id"]}).encode()
+            continue
+        return answer
+
+
+def nodes(snapshot: dict):
+    """Every element of a snapshot's tree."""
+    stack = [snapshot.get("tree") or {}]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(node.get("children") or []))
+
+
+def texts(snapshot: dict) -> str:
+    """All the text a snapshot's elements show, one element a line."""
+    found = []
+    for node in nodes(snapshot):
+        props = node.get("props") or {}
+        found += [value for name, value in props.items()
+                  if name in ("body", "label", "text", "caption") and isinstance(value, str)]
+    return "\n".join(found)
+
+
+def pattern_shown(snapshot: dict) -> bool:
+    """Whether the page shows the finished run and its pattern figure."""
+    chart = any(node.get("type") == "plotly_chart" and str(node.get("key", "")).startswith(
+        PATTERN_KEY) for node in nodes(snapshot))
+    return chart and bool(FINISHED.search(texts(snapshot)))
+
+
+def can_press(snapshot: dict, key: str) -> bool:
+    return any(action.get("key") == key and not action.get("disabled")
+               for action in snapshot.get("actions") or [])
+
+
+def poll_seconds(text: str) -> float:
+    """The Train page's poll interval for what it shows (see `poll_seconds` in
+    views/train.py): seldom while queued, less often for a run many sessions watch."""
+    if "Status: **queued**" in text:
+        return 2.0
+    shared = re.search(r"shared with (\d+) other session", text)
+    return 1.0 if shared and int(shared[1]) >= 4 else 0.5
+
+
+class AgentStudent(threading.Thread):
+    """A browserless student: opens ``query`` on ``page`` after ``delay`` seconds and waits
+    for the finished pattern figure (see the module docstring)."""
+
+    def __init__(self, base: str, query: dict, delay: float, page: str = "train"):
+        super().__init__(daemon=True)
+        self.base, self.query, self.delay, self.page = base, query, delay, page
+        self.seconds: float | None = None
+        self.status = "waiting"
+        self.requests = 0
+        self.session: str | None = None
+        self.snapshot: dict = {}
+
+    def ask(self, **body) -> dict:
+        if self.session:
+            body["session_id"] = self.session
+        self.snapshot = interact(self.base, body)
+        self.session = self.snapshot.get("session_id", self.session)
+        self.requests += 1
+        return self.snapshot
+
+    def run(self) -> None:
+        time.sleep(self.delay)
+        opened = time.monotonic()
+        try:
+            self.status = "opening"
+            snapshot = self.ask(page=self.page, query_params={k: [v] for k, v in self.query.items()})
+            pressed = False
+            while time.monotonic() - opened < STUDENT_TIMEOUT:
+                if pattern_shown(snapshot):
+                    self.seconds, self.status = time.monotonic() - opened, "finished"
+                    return
+                text = texts(snapshot)
+                if ended := ENDED.search(text):
+                    self.status = ended[1]
+                    return
+                if not pressed and can_press(snapshot, "train_train") and "Status:" not in text:
+                    pressed, self.status = True, "pressed"
+                    snapshot = self.ask(trigger={"key": "train_train"})
+                    continue
+                time.sleep(poll_seconds(text))
+                snapshot = self.ask()
+            self.status = "timed out"
         except Exception as err:  # noqa: BLE001 - a load test reports, it does not stop
-            outcome = f"error: {type(err).__name__}: {err}"[:200]
-        result[name] = {"outcome": outcome, "as_expected": outcome.startswith(
-            "refused" if expected == "E_BUDGET" else expected),
-            "seconds": round(time.monotonic() - started, 1)}
-    await context.close()
+            self.status = f"error: {type(err).__name__}: {err}"[:300]
 
 
-async def editor(browser, base: str, stop: asyncio.Event, samples: list[float]) -> None:
-    """Edit the Build page's stack over and over; time commit -> new report on screen."""
-    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = await context.new_page()
-    stem = "embedding(500, 16)\npos_embed({n})\nlinear(4)"
-    await page.goto(f"{base}/?" + urlencode({"stack": stem.format(n=32), "input": "B,12",
-                                             "input_dtype": "int64"}), timeout=120_000)
-    await page.get_by_text("Parameters: 8,580").first.wait_for(timeout=120_000)
-    area = page.locator("textarea").first
-    n = 33
-    while not stop.is_set():
-        expected = f"Parameters: {8_068 + 16 * n:,}"
-        await area.fill(stem.format(n=n))
-        start = time.monotonic()
-        await area.press("Control+Enter")
+class BrowserStudent(threading.Thread):
+    """The real Chromium student: launched first, then at ``delay`` it opens ``url`` in a
+    fresh context, presses Train if the page shows it, and waits for the heatmap."""
+
+    def __init__(self, url: str, delay: float):
+        super().__init__(daemon=True)
+        self.url, self.delay = url, delay
+        self.ready = threading.Event()
+        self.go = threading.Event()
+        self.seconds: float | None = None
+        self.status = "waiting"
+
+    def run(self) -> None:
+        from playwright.sync_api import sync_playwright
+
         try:
-            await page.get_by_text(expected).first.wait_for(timeout=30_000)
-            samples.append(time.monotonic() - start)
-        except Exception:  # noqa: BLE001
-            samples.append(30.0)
-        n += 1
-        await asyncio.sleep(0.5)
-    await context.close()
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+                self.ready.set()
+                self.go.wait()
+                time.sleep(self.delay)
+                self.seconds = visit(browser, self.url)
+                self.status = "finished"
+                browser.close()
+        except Exception as err:  # noqa: BLE001
+            self.status = f"error: {type(err).__name__}: {err}"[:300]
+        finally:
+            self.ready.set()
 
+
+HEATMAP_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].some(
+    plot => (plot._fullData || []).some(trace => trace.type === 'heatmap')
+            && plot.querySelector('.heatmaplayer image, .hm image'))"""
+
+
+def visit(browser, url: str) -> float:
+    """Seconds from opening ``url`` in a fresh context to the finished run's heatmap."""
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    try:
+        opened = time.monotonic()
+        page.goto(url, timeout=STUDENT_TIMEOUT * 1000)
+        train = page.get_by_role("button", name="Train", exact=True)
+        finished = page.get_by_text(re.compile("Status: finished")).first
+        # the Train button on a link without a run; the finished run on a run= link
+        train.or_(finished).first.wait_for(timeout=STUDENT_TIMEOUT * 1000)
+        if not finished.is_visible() and train.is_visible() and train.is_enabled():
+            train.click(timeout=STUDENT_TIMEOUT * 1000)
+        finished.wait_for(timeout=STUDENT_TIMEOUT * 1000)
+        page.get_by_text(PATTERN, exact=True).first.wait_for(timeout=STUDENT_TIMEOUT * 1000)
+        page.wait_for_function(HEATMAP_DRAWN, timeout=STUDENT_TIMEOUT * 1000)
+        return time.monotonic() - opened
+    finally:
+        context.close()
+
+
+# -- scenarios ---------------------------------------------------------------------------
 
 def distribution(values: list[float]) -> dict:
     values = sorted(values)
     if not values:
         return {}
+    nearest_rank = max(0, math.ceil(0.95 * len(values)) - 1)  # the 95th of 100 values
     return {"count": len(values), "p50": round(statistics.median(values), 2),
-            "p95": round(values[int(0.95 * (len(values) - 1))], 2), "max": round(values[-1], 2)}
+            "p95": round(values[nearest_rank], 2), "max": round(values[-1], 2)}
 
 
-def trainings(log: Path) -> list[tuple[str, str, int, float]]:
-    return [(m[1], m[2], int(m[3]), float(m[4])) for m in TRAINED.finditer(log.read_text())]
+def warm(server: Server) -> None:
+    """A warm server, as a teacher's is: the pages' imports done, the pool started."""
+    interact(server.base, {"page": "train", "query_params": {"task": ["position"]}})
+    time.sleep(3)  # the pool's fork server warms up in the background
 
 
-@contextlib.contextmanager
-def lowest_priority(enabled: bool):
-    """Processes started inside (Playwright's driver for the students) run at SCHED_IDLE."""
-    if not enabled:
-        yield
-        return
-    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    try:
-        yield
-    finally:
-        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+def url_of(base: str, query: dict) -> str:
+    from urllib.parse import urlencode
+
+    return f"{base}/train?{urlencode(query)}"
 
 
-async def scenario(p, students_p, base: str, server, log: Path, links: list[str],
-                   edits: bool, with_hostile: bool = False) -> dict:
-    """Students open ``links`` (one each) over ``ARRIVAL_SECONDS``; what they waited for
-    (and, ``with_hostile``, what the hostile student met)."""
-    browser = await p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-    students_browser = await students_p.chromium.launch(
-        executable_path=low_priority_chromium(STUDENT_NICE), args=FLAGS)
-    before = len(trainings(log))
-    results = [dict() for _ in links]
-    samples: list[float] = []
-    stop = asyncio.Event()
-    rss = {"before": rss_mib(server.pid)}
-    peak = rss["before"]
-    cpu_server, cpu_browsers = cpu_seconds([server.pid]), cpu_seconds(chromium_pids())
-    machine = machine_ticks()
-    started = time.monotonic()
-    edit_task = asyncio.create_task(editor(browser, base, stop, samples)) if edits else None
-    spread = ARRIVAL_SECONDS / max(1, len(links) - 1) if len(links) > 1 else 0.0
-    students = [asyncio.create_task(student(students_browser, link, i * spread, result))
-                for i, (link, result) in enumerate(zip(links, results))]
-    met: dict = {}
-    if with_hostile:
-        students.append(asyncio.create_task(hostile(students_browser, base, met)))
-    while not all(t.done() for t in students):
-        peak = max(peak, rss_mib(server.pid))
-        await asyncio.sleep(0.5)
-    stop.set()
-    if edit_task:
-        await edit_task
-    wall = time.monotonic() - started
+def crowd(server: Server, queries: list[dict], browser_query: dict | None,
+          hostile_student: "HostileStudent | None" = None) -> dict:
+    """Students open ``queries`` (one each) over `ARRIVAL_SECONDS`, the browser halfway
+    through; what they waited for, and what the server spent."""
+    spread = ARRIVAL_SECONDS / max(1, len(queries) - 1)
+    students = [AgentStudent(server.base, query, i * spread) for i, query in enumerate(queries)]
+    browser = None
+    if browser_query is not None:
+        browser = BrowserStudent(url_of(server.base, browser_query), ARRIVAL_SECONDS / 2)
+        browser.start()
+        browser.ready.wait(120)
+    trained = server.trainings()
+    cpu, own_cpu, started = server.cpu(), time.process_time(), time.monotonic()
+    for student in students:
+        student.start()
+    if browser is not None:
+        browser.go.set()
+    if hostile_student is not None:
+        hostile_student.start()
+    everyone = [*students, *filter(None, [browser, hostile_student])]
+    while any(t.is_alive() for t in everyone):
+        time.sleep(5)
+        done = sum(not t.is_alive() for t in students)
+        print(f"    {time.monotonic() - started:5.0f} s: {done} of {len(students)} students "
+              f"done, {server.trainings() - trained} trainings", flush=True)
+    sessions = len(everyone)
+    statuses = [s.status for s in students]
     report = {
-        "students": len(links),
-        "heatmap_on_screen_s": distribution([r["seconds"] for r in results if "seconds" in r]),
-        "statuses": {s: [r["status"] for r in results].count(s)
-                     for s in sorted({r["status"] for r in results})},
-        "trainings": len(trainings(log)) - before,
-        "training_s": distribution([seconds for *_, seconds in trainings(log)[before:]]),
-        "wall_s": round(wall, 1),
-        "cpu_s": {"server": round(cpu_seconds([server.pid]) - cpu_server, 1),
-                  "student_browsers_and_editor": round(
-                      cpu_seconds(chromium_pids()) - cpu_browsers, 1),
-                  "available": round(wall * os.cpu_count(), 1)},
-        "server_rss_mib": {**rss, "peak": peak},
-        "machine_cpu_busy": machine_busy(machine),
-        "phase_medians_s": {name: round(statistics.median(
-            [r["phases"][name] for r in results if name in r.get("phases", {})]), 2)
-            for name in ("page_loaded", "train_button_shown", "clicked", "finished_shown")
-            if any(name in r.get("phases", {}) for r in results)},
+        "students": len(students),
+        "link_to_pattern_s": distribution([s.seconds for s in students if s.seconds]),
+        "statuses": {s: statuses.count(s) for s in sorted(set(statuses))},
+        "browser_s": round(browser.seconds, 2) if browser and browser.seconds else None,
+        "trainings": server.trainings(),  # on this scenario's server: the teacher's included
+        "stored_runs": server.stored(),
+        "wall_s": round(time.monotonic() - started, 1),
+        "server_cpu_s": round(server.cpu() - cpu, 1),
+        "server_cpu_per_session_s": round((server.cpu() - cpu) / sessions, 3),
+        "load_test_cpu_s": round(time.process_time() - own_cpu, 1),
+        "agent_requests": sum(s.requests for s in students),
     }
-    if with_hostile:
-        report["hostile_student"] = met
-    errors = [r["error"] for r in results if "error" in r]
-    if errors:
-        report["errors"] = errors[:5]
-    if edits:
-        report["build_edit_round_trip_s"] = distribution(samples)
-    await browser.close()
-    await students_browser.close()
+    if browser is not None and browser.status != "finished":
+        report["browser_error"] = browser.status
+    if hostile_student is not None:
+        report["hostile_student"] = hostile_student.met
     return report
 
 
-def cli_steps_per_second(settings: dict) -> float:
-    """The CLI's steps per second on the same run, with one torch thread as an app worker."""
-    out = Path(tempfile.mkdtemp())
-    env = {**os.environ, "STACKLAB_RUNS": str(out / "runs"), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(
-        [sys.executable, "-c", "import torch, sys; torch.set_num_threads(1); "
-         "from stacklab.cli import main; sys.exit(main(sys.argv[1:]))", "train",
-         "--task", settings["task"], "--seq-len", str(settings["seq_len"]),
-         "--steps", str(settings["steps"]), "--seed", str(settings["seed"]),
-         "--device", "cpu", "--out", str(out)], capture_output=True, text=True, env=env)
-    if done.returncode != 0:
-        raise SystemExit(f"the CLI run failed: {done.stderr[-500:]}")
-    metrics = json.loads((out / "metrics.json").read_text())
-    return metrics["steps"] / metrics["seconds"]
+HOSTILE = {  # the classroom review's worst links: what each must lead to
+    "snapshots": ({"task": "modular", "stack": "embedding(8, 1024)\npos_embed(4096)\nlinear(8)",
+                   "input": "B,32", "seq_len": "32", "steps": "40", "batch_size": "1"},
+                  "E_BUDGET"),
+    "days_of_work": ({"task": "reverse", "input": "B,512", "seq_len": "512", "batch_size": "1",
+                      "stack": "embedding(16, 2048)\n" + "linear(2048)\n" * 15 + "linear(16)",
+                      "steps": "20000"}, "E_BUDGET"),
+    "million_rows": ({"task": "modular", "stack": "embedding(8,1)\npos_embed(1000000)\nlinear(8)",
+                      "steps": "2", "batch_size": "1"}, "explored"),
+}
 
 
-async def main() -> dict:
-    from playwright.async_api import async_playwright
+class HostileStudent(AgentStudent):
+    """One student opening the review's worst links, one after another (`HOSTILE`)."""
 
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    runs = tempfile.mkdtemp(prefix="stacklab-loadtest-runs-")
-    log = Path(runs) / "server.log"
-    server = start_server(port, runs, log)
-    teacher = {"task": "reverse", "seq_len": 16, "steps": 400, "device": "cpu"}
-    report: dict = {"sessions": SESSIONS, "cores": os.cpu_count(),
-                    "student_browsers_nice": STUDENT_NICE, "link": teacher}
+    def __init__(self, base: str):
+        super().__init__(base, {}, 0.0)
+        self.met: dict = {}
 
-    def link(**changes) -> str:
-        return f"{base}/train?" + urlencode({**teacher, **changes})
+    def run(self) -> None:
+        for name, (query, expected) in HOSTILE.items():
+            started, self.session = time.monotonic(), None
+            try:
+                snapshot = self.ask(page="train", query_params={k: [v] for k, v in query.items()})
+                if expected == "E_BUDGET":
+                    outcome = "refused (E_BUDGET)" if "E_BUDGET" in texts(snapshot) else "not refused"
+                else:
+                    outcome = self.train_and_explore()
+            except Exception as err:  # noqa: BLE001
+                outcome = f"error: {type(err).__name__}: {err}"[:200]
+            self.met[name] = {"outcome": outcome, "as_expected": outcome.startswith(
+                "refused" if expected == "E_BUDGET" else expected),
+                "seconds": round(time.monotonic() - started, 1)}
 
-    try:
-        with lowest_priority(STUDENT_NICE > 0):  # the students' Playwright driver, too
-            students_playwright = async_playwright()
-            students_p = await students_playwright.__aenter__()
-        async with async_playwright() as p:
-            warm = await (await p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)).new_page()
-            await warm.goto(base, timeout=120_000)  # imports done: a warm server
-            await warm.get_by_text("Parameters").first.wait_for(timeout=120_000)
-            await warm.context.browser.close()
-            await asyncio.sleep(2)
-            report["rss_before_mib"] = rss_mib(server.pid)
-            report["idle"] = await scenario(p, students_p, base, server, log, [link(seed=1000)],
-                                            False)
-            report["one_link"] = await scenario(p, students_p, base, server, log,
-                                                [link()] * SESSIONS, True)
-            report["thirty_seeds"] = await scenario(
-                p, students_p, base, server, log, [link(seed=2000 + i) for i in range(SESSIONS)],
-                False)
-            report["thirty_seeds_with_hostile"] = await scenario(
-                p, students_p, base, server, log, [link(seed=3000 + i) for i in range(SESSIONS)],
-                False, with_hostile=True)
-        await students_playwright.__aexit__(None, None, None)
-        # closed tabs: wait for Streamlit's session TTL and the pool's, then look again
-        await asyncio.sleep(SESSION_TTL * 2 + 10)
-        urllib.request.urlopen(f"{base}/_stcore/health", timeout=5).read()
-        report["rss_after_mib"] = rss_mib(server.pid)
-        report["server_alive"] = server.poll() is None
-        idle_runs = [t for t in trainings(log)]
-        app_speed = idle_runs[0][2] / idle_runs[0][3] if idle_runs else 0.0
-        cli_speed = cli_steps_per_second({**teacher, "seed": 1000, "steps": idle_runs[0][2]
-                                          if idle_runs else 400})
-        report["training_steps_per_s"] = {"app_idle": round(app_speed), "cli": round(cli_speed),
-                                          "cli_over_app": round(cli_speed / app_speed, 3)
-                                          if app_speed else None}
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-    return report
+    def train_and_explore(self) -> str:
+        snapshot = self.ask(trigger={"key": "train_train"})
+        deadline = time.monotonic() + STUDENT_TIMEOUT
+        while not FINISHED.search(texts(snapshot)):
+            if time.monotonic() > deadline or ENDED.search(texts(snapshot)):
+                return "not finished"
+            time.sleep(1.0)
+            snapshot = self.ask()
+        snapshot = self.ask(page="explore")
+        return "explored" if "Gradient per row" in texts(snapshot) else "Explore showed no rows"
 
 
-def verdict(result: dict) -> dict[str, bool]:
-    def p95(name):
-        return result.get(name, {}).get("heatmap_on_screen_s", {}).get("p95", float("inf"))
+def teacher_trains(server: Server) -> str:
+    """The teacher opens the link and trains: the run's key."""
+    teacher = AgentStudent(server.base, link_query(), 0.0)
+    teacher.run()
+    if teacher.status != "finished":
+        raise SystemExit(f"the teacher's run did not finish: {teacher.status}")
+    return teacher.snapshot["query_params"]["run"][0]
 
-    one = result.get("one_link", {})
-    return {
-        "idle_under_4s": result.get("idle", {}).get("heatmap_on_screen_s", {}).get(
-            "max", float("inf")) <= 4.0,
-        "one_link_p95_under_15s": p95("one_link") <= 15.0,
-        "one_link_one_training": one.get("trainings") == 1,
-        "thirty_seeds_p95_under_90s": p95("thirty_seeds") <= 90.0,
-        "thirty_seeds_all_finished": result.get("thirty_seeds", {}).get("statuses", {}).get(
-            "finished") == SESSIONS,
-        "hostile_student_handled": all(outcome["as_expected"] for outcome in result.get(
-            "thirty_seeds_with_hostile", {}).get("hostile_student", {"-": {"as_expected": False}})
-            .values()),
-        "hostile_did_not_move_the_others": p95("thirty_seeds_with_hostile")
-        <= 1.15 * p95("thirty_seeds") and result.get("thirty_seeds_with_hostile", {}).get(
-            "statuses", {}).get("finished") == SESSIONS,
-        "edit_p95_under_1s": one.get("build_edit_round_trip_s", {}).get("p95", 99) < 1.0,
-        "app_within_1_1x_of_cli": (result.get("training_steps_per_s", {}).get("cli_over_app")
-                                   or 99) <= 1.1,
-    }
+
+def one_link(server: Server, students: int) -> dict:
+    query = link_query()
+    return crowd(server, [query] * students, query)
+
+
+def seeds(server: Server, students: int, first: int, hostile: bool = False) -> dict:
+    queries = [link_query(seed=str(first + i)) for i in range(students)]
+    return crowd(server, queries, link_query(seed=str(first - 1)),
+                 HostileStudent(server.base) if hostile else None)
+
+
+def run_link(server: Server, students: int) -> dict:
+    key = teacher_trains(server)
+    query = {**link_query(), "run": key}
+    alone = []
+    for _ in range(3):  # the browser alone on the idle server, three fresh visits
+        browser = BrowserStudent(url_of(server.base, query), 0.0)
+        browser.start()
+        browser.ready.wait(120)
+        browser.go.set()
+        browser.join()
+        if browser.seconds is None:
+            raise SystemExit(f"the browser alone on the run= link: {browser.status}")
+        alone.append(browser.seconds)
+    report = crowd(server, [query] * students, query)
+    return {"browser_alone_s": [round(s, 2) for s in alone],
+            "browser_alone_median_s": round(statistics.median(alone), 2), **report}
+
+
+SCENARIOS = {
+    "one_link_30": lambda server: one_link(server, class_size(30)),
+    "one_link_100": lambda server: one_link(server, class_size(100)),
+    "seeds_30": lambda server: seeds(server, class_size(30), 2000),
+    "run_link_100": lambda server: run_link(server, class_size(100)),
+    "seeds_30_hostile": lambda server: seeds(server, class_size(30), 3000, hostile=True),
+}
+TARGETS = {  # scenario -> (measure, at most); issue 20's lecture-hall targets
+    "one_link_100": [("p95", 3.0)],
+    "one_link_30": [("p95", 2.5)],
+    "seeds_30": [("p95", 25.0)],
+    "run_link_100": [("browser_alone_median_s", 2.5), ("browser_s", 4.0)],
+}
+
+
+def measure(name: str, report: dict) -> float | None:
+    if name == "p95":
+        return report["link_to_pattern_s"].get("p95")
+    return report.get(name)
+
+
+def targets(result: dict) -> dict[str, bool]:
+    met = {}
+    for scenario, checks in TARGETS.items():
+        if scenario in result["scenarios"]:
+            for name, limit in checks:
+                value = measure(name, result["scenarios"][scenario])
+                met[f"{scenario} {name} <= {limit:g} s"] = value is not None and value <= limit
+    one = {k: v for k, v in result["scenarios"].items() if k.startswith(("one_link", "run_link"))}
+    for scenario, report in one.items():
+        met[f"{scenario}: one training"] = report["trainings"] == 1
+    for scenario, report in result["scenarios"].items():
+        met[f"{scenario}: every student finished"] = report["statuses"] == {
+            "finished": report["students"]}
+    hostile = result["scenarios"].get("seeds_30_hostile", {}).get("hostile_student")
+    if hostile is not None:
+        met["hostile student handled"] = all(v["as_expected"] for v in hostile.values())
+    return met
+
+
+def row(name: str, report: dict) -> str:
+    d = report["link_to_pattern_s"]
+    browser = report.get("browser_s")
+    alone = report.get("browser_alone_median_s")
+    return (f"| {name} | {report['students']} | {d.get('p50', '-')} / {d.get('p95', '-')} / "
+            f"{d.get('max', '-')} s | {browser if browser is not None else '-'} s"
+            f"{f' (alone {alone} s)' if alone is not None else ''} | {report['trainings']} | "
+            f"{report['server_cpu_per_session_s']:.3f} s |")
+
+
+HEADER = ("| scenario | students | link → pattern figure p50 / p95 / max | real browser | "
+          "trainings | server CPU per session |\n|---|---|---|---|---|---|")
+
+
+def main() -> dict:
+    result: dict = {"cores": os.cpu_count(), "scale": SCALE, "arrival_s": ARRIVAL_SECONDS,
+                    "link": link_query(), "scenarios": {}}
+    chosen = [name for name in SCENARIOS if not ONLY or name in ONLY]
+    started = time.monotonic()
+    for name in chosen:
+        print(f"{name}: starting its server", flush=True)
+        server = Server(max_sessions=class_size(100) + 20)
+        try:
+            warm(server)
+            result["scenarios"][name] = report = SCENARIOS[name](server)
+            report["server_alive"] = server.process.poll() is None
+        finally:
+            server.close()
+        print(HEADER if name == chosen[0] else "", row(name, report), sep="\n" * (name == chosen[0]),
+              flush=True)
+    result["wall_s"] = round(time.monotonic() - started, 1)
+    result["targets"] = targets(result)
+    return result
 
 
 if __name__ == "__main__":
-    result = asyncio.run(main())
-    result["targets"] = verdict(result)
+    result = main()
     (ROOT / "bench" / "loadtest.json").write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    print("\n" + HEADER)
+    for name, report in result["scenarios"].items():
+        print(row(name, report))
+    for target, met in result["targets"].items():
+        print(f"  {'met   ' if met else 'MISSED'} {target}")
+    print(f"whole load test: {result['wall_s']:.0f} s; details in bench/loadtest.json")
     sys.exit(0 if all(result["targets"].values()) else 1)

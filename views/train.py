@@ -3,7 +3,7 @@
 import streamlit as st
 
 import app_state
-from stacklab import TASKS, StackError, Status, figures
+from stacklab import TASKS, StackError, Status
 from stacklab.core.build import available_devices
 from stacklab.core.errors import annotate
 from stacklab.lab.settings import SETTINGS
@@ -80,18 +80,6 @@ if "train_error" in st.session_state:
     app_state.show_error(st.session_state["train_error"])
 
 
-def curves(now):
-    """The training curves, drawn again only when a new evaluation came in."""
-    cache_key = (now.id, len(now.history))
-    cached = st.session_state.get("train_curves")
-    if cached is None or cached[0] != cache_key:
-        last_eval = now.history[-1]["step"]
-        losses = [(step, loss) for step, loss in now.train_loss if step <= last_eval]
-        cached = (cache_key, figures.training_curves(list(now.history), losses))
-        st.session_state["train_curves"] = cached
-    return cached[1]
-
-
 def shared_note(now) -> str:
     others = now.watchers - (1 if now.active else 0)
     return f" — shared with {others} other session{'s' * (others != 1)}" if others > 0 else ""
@@ -136,7 +124,7 @@ def status_panel():
     st.progress(now.progress, text=f"{now.step} / {now.steps} steps")
     if now.history:
         left, right = st.columns(2)
-        left.plotly_chart(curves(now), key=f"train_curves_{now.id}")
+        left.plotly_chart(current.curves(now), key=f"train_curves_{now.id}")  # shared
         if now.pattern is not None:
             right.plotly_chart(now.pattern.figure, key=f"train_pattern_{now.id}")
             score = f" — {app_state.plain(now.pattern.score, 300)}" if now.pattern.score else ""

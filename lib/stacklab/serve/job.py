@@ -3,10 +3,11 @@ progress its worker reports, and the figures every watcher shares.
 
 A `Job` is made by the pool, which also moves its status on; pages read it through
 `Job.view`, a frozen `JobView`. The worker's messages (`stacklab.serve.worker`) arrive
-through `Job.report`. Figures are drawn at most once per job and shared: the pattern
-figure of the newest evaluation (`Job.pattern_now`, under one lock) and a finished run's
-figures per node (`Job.figures`, under another, so a page drawing a large run's figures
-never holds up the pattern figure of the progress view).
+through `Job.report`. Figures are drawn at most once per job (per evaluation while it
+trains) and shared by every watcher: the pattern figure of the newest evaluation
+(`Job.pattern_now`), the training curves (`Job.curves`) and a finished run's figures per
+node (`Job.figures`), each under a lock of its own, so a page drawing a large run's
+figures never holds up the progress view.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import StackError
 from ..lab.figures import (RunFigure, figure_from_entry, figures_from_json, pattern_figure,
-                          run_figures)
+                          run_figures, training_curves)
 from ..lab.store import StoredRun
 from ..lab.trainer import Status, TrainConfig, Trainer
 
@@ -85,6 +86,8 @@ class Job:
         self.pattern: RunFigure | None = None
         self._pattern_drawn: object = None  # what `pattern` was made from
         self._pattern_lock = threading.Lock()
+        self._curves: tuple | None = None  # (evaluations drawn, the training curves figure)
+        self._curves_lock = threading.Lock()
         # a finished run's figures, shared by viewers
         self._figures: dict[str | None, list[RunFigure]] = {}  # node -> figures
         self._figures_lock = threading.Lock()
@@ -138,6 +141,21 @@ class Job:
                     log.warning("pattern figure of run %s: %s", self.key, err)
                 self._pattern_drawn = source
         return self.pattern
+
+    def curves(self, view: JobView):
+        """The training curves of ``view`` (a view of this job) up to its newest evaluation:
+        drawn once per evaluation, on the first page that asks, and shared by every watcher
+        (a classroom's sessions would otherwise each build the same figure)."""
+        drawn = self._curves
+        if drawn is not None and drawn[0] == len(view.history):
+            return drawn[1]
+        with self._curves_lock:
+            if self._curves is None or self._curves[0] != len(view.history):
+                last_eval = view.history[-1]["step"]
+                losses = [(step, loss) for step, loss in view.train_loss if step <= last_eval]
+                self._curves = (len(view.history),
+                                training_curves(list(view.history), losses))
+            return self._curves[1]
 
     def figures(self, node: str | None = None) -> list[RunFigure]:
         """Every figure of the finished run (`run_figures`) for ``node``: as its worker drew

@@ -55,6 +55,7 @@ from .transport import LocalProcess, RayActor, Transport, processes, relay, warm
 __all__ = ["Job", "JobPool", "JobView"]
 
 log = logging.getLogger("stacklab.pool")
+CHECKED_KEPT = 256  # runs whose check (`JobPool.check`) is remembered
 
 
 def _release_memory() -> None:
@@ -104,6 +105,7 @@ class JobPool:
         self._seen: dict[str, float] = {}  # owner -> last time it polled
         self._live: dict[str, Job] = {}  # key -> its queued or running job
         self._done: OrderedDict[str, Job] = OrderedDict()  # key -> finished job, newest last
+        self._checked: OrderedDict[tuple, Trainer] = OrderedDict()  # (stack, config) -> trainer
         self._ids = itertools.count(1)
         self._threads: list[threading.Thread] = []
         self._closed = False
@@ -136,8 +138,19 @@ class JobPool:
         return self._attach(owner, key)
 
     def check(self, source: str | None, config: TrainConfig) -> Trainer:
-        """The trainer a submit would queue; raises `StackError` if the run is not allowed."""
-        return Trainer(source, config, budgets=self.budgets)
+        """The trainer a submit would queue; raises `StackError` if the run is not allowed.
+        Remembered per stack and settings: every script run of the Train page checks its
+        run, and a classroom's sessions all check the same one (the trainer only carries
+        the run to its worker, which makes its own)."""
+        with self._lock:
+            trainer = self._checked.get((source, config))
+        if trainer is None:
+            trainer = Trainer(source, config, budgets=self.budgets)
+            with self._lock:
+                self._checked[(source, config)] = trainer
+                while len(self._checked) > CHECKED_KEPT:
+                    self._checked.popitem(last=False)
+        return trainer
 
     def stop(self, owner: str, job_id: int) -> bool:
         """Stop watching one of ``owner``'s jobs; the run itself stops (a queued one never
