@@ -3,18 +3,22 @@ server is a process of its own with its own `JobPool`, connected to the cluster 
 STACKLAB_RAY_ADDRESS and sharing one STACKLAB_RUNS. A key that trains on one is followed
 live by the other (never trained twice); a stop on one leaves the run the other watches;
 a dead actor fails the run on both, never hangs. The actor's stream, read by several
-readers at once, is tested on its own first."""
+readers at once, is tested on its own first; last, two real Streamlit servers in
+Chromium (skipped without a browser)."""
 
 from __future__ import annotations
 
 import json
 import os
 import queue
+import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 
@@ -25,6 +29,9 @@ from stacklab.serve import ray_runs  # noqa: E402 - after the skip: it imports R
 STEPS = 600  # a run that finishes in a few seconds here, long enough to be followed live
 ENDLESS = 100_000  # a run that ends only by a stop
 LIB = str(Path(ray_runs.__file__).resolve().parents[2])
+ROOT = Path(__file__).parent.parent
+CHROMIUM = "/usr/bin/chromium"
+BROWSER_STEPS = 3000  # long enough for the student to open the link while it trains
 
 # One app server: a JobPool driven by JSON lines on stdin, as the Train page drives it
 # (submit, open with run=KEY, stop, and a page polling `Job.view` until the run ends).
@@ -134,24 +141,35 @@ class AppServer:
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory):
-    """A local Ray instance (this test process is its head, stopped by ``ray.shutdown``)
-    and two app servers connected to it, sharing one run store."""
+def cluster(tmp_path_factory):
+    """A local Ray instance (this test process is its head, stopped by ``ray.shutdown``):
+    the environment of an app server connected to it, and a folder (with the run store
+    that app servers share)."""
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              namespace=ray_runs.NAMESPACE)
-    started: list[AppServer] = []
     try:
         folder = tmp_path_factory.mktemp("share")
+        path = os.pathsep.join(filter(None, [LIB, os.environ.get("PYTHONPATH")]))
         env = {**os.environ, "STACKLAB_RAY_ADDRESS": ray.get_runtime_context().gcs_address,
-               "STACKLAB_RUNS": str(folder / "runs"),
-               "PYTHONPATH": os.pathsep.join(filter(None, [LIB, os.environ.get("PYTHONPATH")]))}
+               "STACKLAB_RUNS": str(folder / "runs"), "STACKLAB_WORKERS": "1",
+               "PYTHONPATH": path}
+        yield env, folder
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def servers(cluster):
+    """Two app servers (`AppServer`) on the cluster."""
+    env, folder = cluster
+    started: list[AppServer] = []
+    try:
         for name in ("a", "b"):
             started.append(AppServer(env, folder / f"server-{name}.log"))
         yield started
     finally:
         for server in started:
             server.close()
-        ray.shutdown()
 
 
 def trainings(server: AppServer) -> int:
@@ -260,3 +278,66 @@ def test_a_followed_run_whose_actor_dies_fails_on_both_servers(servers):
     for server, job in ((a, teacher), (b, student)):
         ended = server.ask(do="wait", id=job["id"], timeout=90)
         assert ended["status"] == "failed" and "Ray actor" in ended["error"], ended["error"]
+
+
+def _streamlit(env: dict, log: Path) -> tuple[subprocess.Popen, str]:
+    """A real app server (`streamlit run app.py`) on a free port, and its address."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
+         str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                return process, url
+        except OSError:
+            time.sleep(0.3)
+    process.kill()
+    raise AssertionError(f"the Streamlit server did not start:\n{log.read_text()[-3000:]}")
+
+
+def test_the_teachers_link_on_a_second_streamlit_server_follows_the_run(cluster):
+    """Two real app servers in Chromium: the teacher trains on one, and the run= link
+    opened on the other shows the run live, then finished with its heatmap, with no
+    second training."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's chromium is not installed")
+    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    env, folder = cluster
+    servers = []
+    try:
+        for name in ("a", "b"):
+            servers.append((*_streamlit(env, folder / f"streamlit-{name}.log"),
+                            folder / f"streamlit-{name}.log"))
+        (_, teacher_url, teacher_log), (_, student_url, student_log) = servers
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox",
+                                                  "--disable-gpu", "--no-first-run"])
+            try:
+                teacher, student = (chromium.new_page(viewport={"width": 1400, "height": 1000})
+                                    for _ in range(2))
+                teacher.goto(f"{teacher_url}/train?" + urlencode(
+                    {"task": "reverse", "seed": 91, "steps": BROWSER_STEPS,
+                     "target_accuracy": "none"}))
+                teacher.get_by_role("button", name="Train", exact=True).click(timeout=60_000)
+                teacher.wait_for_function("() => location.search.includes('run=')",
+                                          timeout=30_000)
+                key = teacher.evaluate("new URLSearchParams(location.search).get('run')")
+                student.goto(f"{student_url}/train?run={key}")
+                student.get_by_text("Status: running").wait_for(timeout=60_000)  # live
+                student.get_by_text("Status: finished").wait_for(timeout=120_000)
+                student.locator(".js-plotly-plot").nth(1).wait_for(timeout=30_000)
+            finally:
+                chromium.close()
+        assert teacher_log.read_text().count(f"training run {key}") == 1
+        assert f"training run {key}" not in student_log.read_text()
+        assert f"following run {key}" in student_log.read_text()
+    finally:
+        for process, _, _ in servers:
+            process.terminate()
+            process.wait(timeout=20)
