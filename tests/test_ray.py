@@ -53,7 +53,7 @@ def test_a_run_trains_as_a_named_actor_and_comes_back_whole(pool):
 def test_a_killed_actor_fails_only_its_run(pool):
     job = pool.submit("a", None, dataclasses.replace(LONG, seed=2))
     wait_until(lambda: job.view().step > 5)
-    ray.kill(ray.get_actor(f"stacklab-run-{job.key[:12]}"), no_restart=True)
+    ray.kill(ray.get_actor(f"stacklab-run-{job.key[:12]}", namespace="stacklab"), no_restart=True)
     assert job.wait(60).status == "failed" and "Ray actor" in job.view().error
     assert pool.submit("b", None, dataclasses.replace(QUICK, seed=3)).wait(120).status == "finished"
 
@@ -66,7 +66,7 @@ def test_sweep_runs_on_ray_when_the_address_is_set(pool, tmp_path, cli, monkeypa
 
     monkeypatch.setenv("STACKLAB_RAY_ADDRESS", "auto")
     started, original = [], ray_runs.start
-    monkeypatch.setattr(ray_runs, "start", lambda key, args: started.append(key) or original(key, args))
+    monkeypatch.setattr(ray_runs, "start", lambda key, *args: started.append(key) or original(key, *args))
     (tmp_path / "rope.txt").write_text('embedding(16, 32)\nattention(2, causal=true, '
                                        'position="rope")\nlinear(16)')
     code, _, err = cli("sweep", "--task", "shift", "--stack", str(tmp_path / "rope.txt"),

@@ -4,7 +4,8 @@ Pages never train inside their script: they `JobPool.submit` a run and poll `Job
 A run is known by its key (`stacklab.lab.keys`): a submit whose key is already queued or
 running **attaches** to that job, and one whose key has finished (in this pool, or in the
 run store on disk) gets the finished run at once. So thirty students pressing Train on
-one link cause one training.
+one link cause one training. On Ray this holds across app servers: a key that another
+app server trains is followed live from its actor (`stacklab.serve.ray_runs`).
 
 Every session (an *owner*) sees only the jobs it asked for. A job ends early only when
 nobody who asked for it still watches: ``stop`` detaches the owner, and stops the run
@@ -45,6 +46,7 @@ from typing import Callable
 
 from ..core.errors import StackError
 from ..lab.budgets import Budgets
+from ..lab.keys import is_key
 from ..lab.store import STORED_STATUSES, RunStore
 from ..lab.trainer import Status, TrainConfig, Trainer
 from .classroom import (BUDGETS, FINISHED_RUNS_KEPT, MAX_QUEUED_RUNS, RUNS_KEPT_PER_SESSION,
@@ -228,6 +230,8 @@ class JobPool:
             job = self._known_locked(key)
         if job is None:
             job = self._from_store(key)
+        if job is None and self.ray_address:
+            job = self._from_cluster(key)
         if job is None and new_locked is None:
             return None
         with self._lock:
@@ -271,6 +275,33 @@ class JobPool:
         job = Job(next(self._ids), run=run)
         with self._lock:
             self._remember_locked(job)
+        return job
+
+    def _from_cluster(self, key: str) -> Job | None:
+        """On Ray: a job following the run of ``key`` that another app server trains on
+        the cluster (SPEC §20), live at once and never queued here; None when the cluster
+        has none (or it ended meanwhile: it is then in the store)."""
+        follow = RayActor.follow(key, str(self.store.root)) if is_key(key) else None
+        if follow is None:
+            return self._from_store(key)
+        source, config, seconds = follow.setup
+        try:
+            trainer = self.check(source, config)
+        except StackError as err:  # the run is not one this server would start
+            log.warning("run %s on the cluster is not followed: %s", key, err)
+            trainer = None
+        with self._lock:
+            job = self._known_locked(key)
+            if job is None and trainer is not None and trainer.key == key and not self._closed:
+                job = Job(next(self._ids), trainer=trainer)
+                job._pool, job.stop_event = self, follow.stop_event
+                job.status, job.started = Status.RUNNING, time.monotonic() - seconds
+                self._live[key] = job
+                log.info("following run %s, trained by another app server", key)
+                threading.Thread(target=self._drive, args=(job, follow), daemon=True,
+                                 name=f"stacklab-follow-{key[:12]}").start()
+                return job
+        follow.release()
         return job
 
     def _remember_locked(self, job: Job) -> None:
@@ -324,23 +355,33 @@ class JobPool:
         while (job := self._next_job()) is not None:
             log.info("training run %s (task %s, %d steps)", job.key, job.config.task,
                      job.config.steps)
-            try:
+            self._drive(job)
+
+    def _drive(self, job: Job, followed: Transport | None = None) -> None:
+        """Train ``job`` in a worker's thread, or follow it on ``followed`` (a run that
+        another app server trains), to its end."""
+        transport = followed
+        try:
+            if transport is None:
                 transport = self._transport(job)
                 job.stop_event = transport.stop_event
-                self._finish(job, *relay(transport, job, self._idle_forgetter(2.0)))
-            except BaseException as err:  # noqa: BLE001 - a worker must survive any job
-                job.status = Status.FAILED
-                job.error = f"{type(err).__name__}: {err}"
-            finally:
-                with self._lock:
+            self._finish(job, *relay(transport, job, self._idle_forgetter(2.0)))
+        except BaseException as err:  # noqa: BLE001 - a worker must survive any job
+            job.status = Status.FAILED
+            job.error = f"{type(err).__name__}: {err}"
+        finally:
+            with self._lock:
+                if followed is None:
                     self.running -= 1
-                    job.process = None
-                    if self._live.get(job.key) is job:
-                        del self._live[job.key]
-                    if job.status in STORED_STATUSES:
-                        self._remember_locked(job)
-                    job.watchers.clear()
-                    job.end()
+                    if getattr(transport, "following", False):
+                        self.trainings -= 1  # another app server trains it: followed here
+                job.process = None
+                if self._live.get(job.key) is job:
+                    del self._live[job.key]
+                if job.status in STORED_STATUSES:
+                    self._remember_locked(job)
+                job.watchers.clear()
+                job.end()
 
     def _next_job(self) -> Job | None:
         """The next queued job, now running (waiting for one); None once the pool closes."""
@@ -378,6 +419,8 @@ class JobPool:
 
     def _finish(self, job: Job, done: tuple | None, why: str | None) -> None:
         """Take the run a worker handed over (its last message ``done``), or fail ``job``."""
+        if done is None and self.ray_address and (run := self.store.open(job.key)) is not None:
+            done = ("done", str(run.status), run.error, None)  # on Ray: stored as it ended
         if done is None:
             job.error = why or "the worker ended without a word"
             job.status = Status.FAILED

@@ -4,8 +4,9 @@ A transport starts one run of `stacklab.serve.worker.train` somewhere, relays th
 worker's messages, passes a Stop on, says whether the worker has ended and, when it
 ended without its last message, why. There are two: `LocalProcess`, a process forked
 from this server's fork server, talking over a pipe, and `RayActor`, a Ray actor
-(`stacklab.serve.ray_runs`) when the pool has a Ray address. `relay` is the one loop
-that drives either of them for a job, from start to release.
+(`stacklab.serve.ray_runs`) when the pool has a Ray address, which may also follow a run
+that another app server trains (`RayActor.follow`). `relay` is the one loop that drives
+any of them for a job, from start to release.
 
 The local processes come from a ``forkserver`` context that `processes` sets up the first
 time a pool asks (importing this module changes nothing in `multiprocessing`).
@@ -13,17 +14,23 @@ time a pool asks (importing this module changes nothing in `multiprocessing`).
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import multiprocessing.context
 import multiprocessing.spawn
+import shutil
 import threading
 import time
+import uuid
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from . import worker
 
 if TYPE_CHECKING:
     from .job import Job
+
+log = logging.getLogger("stacklab.pool")
 
 POLL_SECONDS = 0.25  # how long one `receive` waits for news
 
@@ -181,38 +188,71 @@ class LocalProcess:
 
 
 class RayActor:
-    """The run in a Ray actor (`stacklab.serve.ray_runs`), whose messages wait in the
-    actor until polled; a Stop is a method call."""
+    """The run in a Ray actor (`stacklab.serve.ray_runs`): trained through this transport,
+    or followed (`follow`, or a start that finds another app server training the key)
+    where another app server trains it. Each transport reads the actor's messages from a
+    cursor of its own; a Stop lets go of the run, which stops once nobody holds it."""
 
     lost = (Exception,)  # the actor or the cluster went away
     process = None
 
-    def __init__(self, key: str, args: tuple):
-        """``args``: `worker.train`'s arguments after its pipe and stop event."""
+    def __init__(self, key: str, args: tuple | None = None, store_root: str | None = None):
+        """``args``: `worker.train`'s arguments after its pipe and stop event; None (and
+        this pool's ``store_root``) for a transport that only follows."""
         from . import ray_runs  # Ray is imported only for a pool that uses it
 
         self._runs = ray_runs
         self._key, self._args = key, args
+        self._root = Path(store_root if args is None else args[3])  # `worker.train`'s store_root
         self.stop_event = threading.Event()
+        self._reader = uuid.uuid4().hex  # this transport, among the actor's readers
         self._actor = self._reference = None
+        self._cursor, self._over = 0, False
         self._ended: str | None = None  # once ended: "" if it returned, else why not
+        self.following = False  # another app server trains the run
+        self.setup: tuple | None = None  # a followed run's (source, config, seconds so far)
+
+    @classmethod
+    def follow(cls, key: str, store_root: str) -> RayActor | None:
+        """A transport following the run of ``key`` that an app server trains on the
+        cluster (its ``setup`` says what run), or None when there is none to follow."""
+        transport = cls(key, store_root=store_root)
+        try:
+            found = transport._runs.follow(key, transport._reader)
+        except Exception as err:  # noqa: BLE001 - an actor that cannot be asked is not followed
+            log.warning("run %s: its Ray actor cannot be followed: %s: %s", key,
+                        type(err).__name__, err)
+            return None
+        if found is None:
+            return None
+        transport._actor, *setup = found
+        transport.setup, transport.following = tuple(setup), True
+        return transport
 
     def start(self) -> None:
-        self._actor, self._reference = self._runs.start(self._key, self._args)
+        if self._actor is None:
+            self._actor, self._reference = self._runs.start(self._key, self._args, self._reader)
+            self.following = self._reference is None
 
     def receive(self) -> list[tuple]:
         if self._ended:
             return []  # the actor died: there is nobody left to ask
-        messages = self._runs.poll(self._actor)
+        self._cursor, messages, self._over = self._runs.poll(self._actor, self._reader,
+                                                             self._cursor)
+        if self.following:
+            messages = [_own_copy(message, self._root) for message in messages]
         if self._ended is None and not any(message[0] == "done" for message in messages):
             time.sleep(POLL_SECONDS)
         return messages
 
     def stop(self) -> None:
-        self._runs.stop(self._actor)
+        self._runs.stop(self._actor, self._reader)
 
     def ended(self) -> bool:
-        self._ended = self._runs.ended(self._reference)
+        if self._reference is not None:
+            self._ended = self._runs.ended(self._reference)
+        elif self._over:  # a followed run's training call returned: its end is read
+            self._ended = ""
         return self._ended is not None
 
     def why(self, failure: BaseException | None) -> str:
@@ -221,7 +261,27 @@ class RayActor:
         return self._ended or "the Ray actor ended without a word"
 
     def release(self) -> None:
+        if self._actor is None:
+            return
         try:
-            self._runs.release(self._actor)
+            self._runs.release(self._actor, self._reader, trained=self._reference is not None)
         except Exception:  # noqa: BLE001 - already gone
             pass
+
+
+def _own_copy(message: tuple, root: Path) -> tuple:
+    """A followed run's last message, pointing to a copy of its private folder (a stopped
+    run's: `RunStore.save_private`), since the app server that trained it removes its
+    own once read; the copy, in this server's store at ``root`` (the same folder, maybe
+    mounted elsewhere), is private to this server's pool in the same way."""
+    if message[0] != "done" or not message[3]:
+        return message
+    folder = root / Path(message[3]).name
+    copy = folder.with_name(f"{folder.name.rsplit('-', 1)[0]}-{uuid.uuid4().hex[:8]}")
+    try:
+        shutil.copytree(folder, copy)
+    except OSError as err:
+        log.warning("the run in %s cannot be copied: %s", folder, err)
+        shutil.rmtree(copy, ignore_errors=True)
+        return (*message[:3], None)
+    return (*message[:3], str(copy))

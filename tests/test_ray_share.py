@@ -1,0 +1,288 @@
+"""One run shared by two app servers on one real local Ray instance (SPEC §20): each app
+server is a process of its own with its own `JobPool`, connected to the cluster through
+STACKLAB_RAY_ADDRESS and sharing one STACKLAB_RUNS. A key that trains on one is followed
+live by the other (never trained twice); a stop on one leaves the run the other watches;
+a dead actor fails the run on both, never hangs. The actor's stream, read by several
+readers at once, is tested on its own first."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from stacklab.serve import ray_runs  # noqa: E402 - after the skip: it imports Ray
+
+STEPS = 300  # a run of a second or two on an idle machine: long enough to be followed live
+ENDLESS = 100_000  # a run that ends only by a stop
+LIB = str(Path(ray_runs.__file__).resolve().parents[2])
+
+# One app server: a JobPool driven by JSON lines on stdin, as the Train page drives it
+# (submit, open with run=KEY, stop, and a page polling `Job.view` until the run ends).
+SERVER = r'''
+import json, logging, sys, threading, time
+from stacklab.lab.trainer import TrainConfig
+from stacklab.serve.pool import JobPool
+
+logging.basicConfig(level=logging.INFO)  # the pool's log: the server's log file
+pool = JobPool(workers=1)  # STACKLAB_RAY_ADDRESS and STACKLAB_RUNS: from the environment
+jobs, seen = {}, {}
+
+def record(job):
+    """What a page polling the job shows, until the job ends."""
+    mine = seen[job.id] = {"statuses": [], "live_steps": [], "live_pattern": False}
+    while True:
+        view = job.view()
+        if not mine["statuses"] or mine["statuses"][-1] != str(view.status):
+            mine["statuses"].append(str(view.status))
+        if not view.active:
+            return
+        if view.step and view.step not in mine["live_steps"]:
+            mine["live_steps"].append(view.step)
+        mine["live_pattern"] |= view.pattern is not None
+        time.sleep(0.02)
+
+def handle(cmd):
+    if cmd["do"] == "submit":
+        config = TrainConfig(task="position", steps=cmd["steps"], seed=cmd["seed"],
+                             eval_every=10, target_accuracy=None)
+        job = pool.submit(cmd["owner"], None, config)
+    elif cmd["do"] == "open":
+        job = pool.open(cmd["owner"], cmd["key"])
+        if job is None:
+            return {"id": None}
+    elif cmd["do"] == "stop":
+        return {"stopped": pool.stop(cmd["owner"], cmd["id"])}
+    elif cmd["do"] == "stats":
+        return pool.stats()
+    elif cmd["do"] == "threads":  # for a failure's message: where every thread is
+        import traceback
+        return {"threads": "\n".join("".join(traceback.format_stack(frame))
+                                      for frame in sys._current_frames().values())}
+    else:
+        job = jobs[cmd["id"]]
+        if cmd["do"] == "wait":
+            job.wait(cmd["timeout"])
+            watcher = jobs.get(("watcher", job.id))
+            watcher.join(5)
+    if job.id not in jobs:
+        jobs[job.id] = job
+        jobs[("watcher", job.id)] = threading.Thread(target=record, args=(job,), daemon=True)
+        jobs[("watcher", job.id)].start()
+    view = job.view(cmd.get("owner"))
+    return {"id": job.id, "key": job.key, "status": str(view.status), "step": view.step,
+            "history": list(view.history), "error": view.error,
+            "pattern": view.pattern is not None, "seen": seen.get(job.id)}
+
+for line in sys.stdin:
+    cmd = json.loads(line)
+    if cmd["do"] == "quit":
+        break
+    try:
+        reply = handle(cmd)
+    except Exception as err:
+        reply = {"error": f"{type(err).__name__}: {err}"}
+    print(json.dumps(reply), flush=True)
+pool.shutdown()
+'''
+
+
+class AppServer:
+    """One app server process (`SERVER`), asked one JSON line at a time."""
+
+    def __init__(self, env: dict, log: Path):
+        self.log = log
+        self.process = subprocess.Popen([sys.executable, "-c", SERVER], env=env, text=True,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=log.open("w"))
+        self.replies: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.replies.put(json.loads(line))
+
+    def send(self, **cmd) -> None:
+        self.process.stdin.write(json.dumps(cmd) + "\n")
+        self.process.stdin.flush()
+
+    def reply(self, timeout: float = 400.0) -> dict:
+        try:
+            reply = self.replies.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no reply; the server's log:\n{self.log.read_text()[-3000:]}")
+        assert "error" not in reply or "id" in reply, reply
+        return reply
+
+    def ask(self, **cmd) -> dict:
+        self.send(**cmd)
+        return self.reply()
+
+    def wait(self, job: dict, timeout: float = 300.0) -> dict:
+        """The job once it has ended (a failure shows where this server's threads were)."""
+        ended = self.ask(do="wait", id=job["id"], timeout=timeout)
+        if ended["status"] in ("queued", "running"):
+            raise AssertionError(f"still {ended['status']} at step {ended['step']}:\n"
+                                 f"{self.ask(do='threads')['threads']}\n"
+                                 f"{self.log.read_text()[-3000:]}")
+        return ended
+
+    def close(self) -> None:
+        try:
+            self.send(do="quit")
+            self.process.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A local Ray instance (this test process is its head, stopped by ``ray.shutdown``):
+    the environment of an app server connected to it, and a folder (with the run store
+    that app servers share)."""
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             namespace=ray_runs.NAMESPACE)
+    try:
+        folder = tmp_path_factory.mktemp("share")
+        path = os.pathsep.join(filter(None, [LIB, os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "STACKLAB_RAY_ADDRESS": ray.get_runtime_context().gcs_address,
+               "STACKLAB_RUNS": str(folder / "runs"), "STACKLAB_WORKERS": "1",
+               "PYTHONPATH": path}
+        yield env, folder
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def servers(cluster):
+    """Two app servers (`AppServer`) on the cluster."""
+    env, folder = cluster
+    started: list[AppServer] = []
+    try:
+        for name in ("a", "b"):
+            started.append(AppServer(env, folder / f"server-{name}.log"))
+        yield started
+    finally:
+        for server in started:
+            server.close()
+
+
+def trainings(server: AppServer) -> int:
+    return server.ask(do="stats")["trainings"]
+
+
+def wait_until(predicate, timeout=300.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached")
+
+
+def test_every_reader_gets_the_whole_stream_with_only_the_newest_figure():
+    stream = ray_runs._Stream()
+    stream.send(("step", 1, 2.0))
+    stream.send(("eval", 2, {"step": 2}, [(1, 2.0)], "figure 1"))
+    stream.send(("step", 3, 1.5))
+    first_cursor, first = stream.since(0)
+    stream.send(("eval", 4, {"step": 4}, [(3, 1.5)], "figure 2"))
+    stream.send(("done", "finished", None, None))
+    assert first == [("eval", 2, {"step": 2}, [(1, 2.0)], None), ("pattern", "figure 1"),
+                     ("step", 3, 1.5)]
+    assert stream.since(first_cursor)[1] == [("eval", 4, {"step": 4}, [(3, 1.5)], None),
+                                             ("pattern", "figure 2"),
+                                             ("done", "finished", None, None)]
+    late = stream.since(0)[1]  # a reader that comes late: each evaluation, the newest figure
+    assert [m[0] for m in late] == ["eval", "step", "eval", "pattern", "done"]
+    assert late[3] == ("pattern", "figure 2")
+    assert len(stream.kept) == 3  # the steps and the older figure are not kept
+
+
+def test_the_run_stops_once_nobody_holds_it():
+    readers = ray_runs._Readers()
+    assert not readers.is_set()  # nobody has come yet
+    assert readers.add("a", hold=True) and readers.add("b", hold=True)
+    readers.leave("a", reading=True)
+    assert not readers.is_set()  # b still watches
+    assert readers.leave("b", reading=True) == 2 and readers.is_set()  # both still read it
+    assert not readers.add("c", hold=True)  # a stopping run is not followed
+    assert readers.leave("a", reading=False) == 1
+
+
+def test_a_second_app_server_follows_a_training_run_instead_of_training_it(servers):
+    a, b = servers
+    before = trainings(a), trainings(b)
+    teacher = a.ask(do="submit", owner="teacher", seed=21, steps=STEPS)
+    wait_until(lambda: a.ask(do="view", id=teacher["id"])["step"] > 0)
+    # the teacher's run= link, opened on the other app server, and a Train press there
+    student = b.ask(do="open", owner="student", key=teacher["key"])
+    assert student["status"] == "running"
+    assert b.ask(do="submit", owner="other", seed=21, steps=STEPS)["id"] == student["id"]
+    trained = a.wait(teacher, 300)
+    followed = b.wait(student, 300)
+    assert trained["status"] == followed["status"] == "finished", (trained, followed)
+    assert (trainings(a), trainings(b)) == (before[0] + 1, before[1])  # one training in all
+    assert len(followed["seen"]["live_steps"]) > 1 and followed["seen"]["live_pattern"]
+    assert followed["seen"]["statuses"] == ["running", "finished"]
+    assert followed["history"] == trained["history"]
+    assert followed["step"] == trained["step"] == STEPS
+    assert followed["pattern"] and trained["pattern"]
+    late = b.ask(do="open", owner="late", key=teacher["key"])  # finished: from the run store
+    assert late["status"] == "finished" and late["history"] == trained["history"]
+
+
+def test_two_app_servers_pressing_train_at_once_train_once(servers):
+    a, b = servers
+    before = trainings(a) + trainings(b)
+    a.send(do="submit", owner="left", seed=31, steps=STEPS)
+    b.send(do="submit", owner="right", seed=31, steps=STEPS)
+    left, right = a.reply(), b.reply()
+    assert left["key"] == right["key"]
+    left = a.wait(left, 300)
+    right = b.wait(right, 300)
+    assert left["status"] == right["status"] == "finished", (left["error"], right["error"])
+    assert trainings(a) + trainings(b) == before + 1
+    assert left["history"] == right["history"]
+
+
+def test_a_stop_on_one_app_server_leaves_the_run_the_other_watches(servers):
+    a, b = servers
+    teacher = a.ask(do="submit", owner="teacher", seed=41, steps=ENDLESS)
+    wait_until(lambda: a.ask(do="view", id=teacher["id"])["step"] > 0)
+    student = b.ask(do="open", owner="student", key=teacher["key"])
+    assert a.ask(do="stop", owner="teacher", id=teacher["id"])["stopped"]
+    at_stop = b.ask(do="view", id=student["id"])["step"]
+    wait_until(lambda: b.ask(do="view", id=student["id"])["step"] > at_stop + 10)  # goes on
+    assert a.ask(do="view", id=teacher["id"])["status"] == "running"  # for the others
+    assert a.ask(do="view", id=teacher["id"], owner="teacher")["status"] == "stopped"
+    assert b.ask(do="stop", owner="student", id=student["id"])["stopped"]  # the last watcher
+    trained = a.wait(teacher, 60)
+    followed = b.wait(student, 60)
+    assert trained["status"] == followed["status"] == "stopped", (trained, followed)
+    assert followed["step"] == trained["step"] > at_stop  # the same run, read back on both
+
+
+def test_a_followed_run_whose_actor_dies_fails_on_both_servers(servers):
+    a, b = servers
+    teacher = a.ask(do="submit", owner="teacher", seed=51, steps=ENDLESS)
+    wait_until(lambda: a.ask(do="view", id=teacher["id"])["step"] > 0)
+    student = b.ask(do="open", owner="student", key=teacher["key"])
+    assert student["status"] == "running"
+    ray.kill(ray.get_actor(ray_runs.actor_name(teacher["key"]), namespace=ray_runs.NAMESPACE),
+             no_restart=True)
+    for server, job in ((a, teacher), (b, student)):
+        ended = server.wait(job, 90)
+        assert ended["status"] == "failed" and "Ray actor" in ended["error"], ended["error"]
