@@ -34,8 +34,6 @@ True
 
 from __future__ import annotations
 
-import ctypes
-import gc
 import itertools
 import logging
 import os
@@ -51,22 +49,13 @@ from ..lab.store import STORED_STATUSES, RunStore
 from ..lab.trainer import Status, TrainConfig, Trainer
 from .classroom import (BUDGETS, FINISHED_RUNS_KEPT, MAX_QUEUED_RUNS, RUNS_KEPT_PER_SESSION,
                         SESSION_TTL_SECONDS)
-from .job import Job, JobView
+from .job import Job, JobView, release_memory
 from .transport import LocalProcess, RayActor, Transport, processes, relay, warm_fork_server
 
 __all__ = ["Job", "JobPool", "JobView"]
 
 log = logging.getLogger("stacklab.pool")
 CHECKED_KEPT = 256  # runs whose check (`JobPool.check`) is remembered
-
-
-def _release_memory() -> None:
-    """Collect the forgotten runs and hand freed heap pages back to the system (glibc)."""
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 class JobPool:
@@ -453,5 +442,5 @@ class JobPool:
             del self._seen[owner]
             self._gone_since.pop(owner, None)
         if idle:  # outside the lock: polls and submits never wait for a collection
-            threading.Thread(target=_release_memory, name="stacklab-release", daemon=True).start()
+            threading.Thread(target=release_memory, name="stacklab-release", daemon=True).start()
         return len(idle)
