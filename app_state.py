@@ -406,7 +406,7 @@ def scroll_later(selector: str) -> None:
 def scroll_if_asked() -> None:
     """Scroll as `scroll_later` asked, once; the selector is the page's own, never user text."""
     selector = st.session_state.pop(SCROLL_TO, None)
-    if selector:
+    if selector and not presenting():  # the projector view has its figure at the top
         import json
 
         st.html(_SCROLL_SCRIPT % json.dumps(selector), unsafe_allow_javascript=True)

@@ -103,7 +103,7 @@ def show_presented(pattern, note: str = "") -> None:
         st.session_state["present_figure"] = cached
     with st.container(key="present"):
         st.html(PRESENT_CSS)
-        figure_col, words_col = st.columns([3, 2], gap="large")
+        figure_col, words_col = st.columns([7, 3], gap="medium")
         figure_col.plotly_chart(cached[1], width="content", key="present_chart")
         if pattern.score:
             words_col.markdown(f"## {app_state.plain(pattern.score, 300)}")
@@ -138,6 +138,9 @@ def projector(owner: str) -> None:
 def student_note(view) -> None:
     """On Train, for a session whose link opened the run it shows (``run=KEY``)."""
     finished = view is not None and not view.active
+    if finished and not st.session_state.get("student_scrolled"):  # its heatmap, in view
+        st.session_state["student_scrolled"] = True
+        app_state.scroll_later(f".st-key-train_pattern_{view.id}")
     if app_state.student_view(app_state.current_job()):
         st.info("**The shared run**, trained by the teacher's link. The link sets everything, "
                 "so there is nothing to choose or press: "

@@ -23,8 +23,9 @@ if app_state.presenting():
 
 # The controls of every training setting this page shows, in the table's order, four a row.
 SHOWN = [row.name for row in SETTINGS.values() if row.link and row.page == PAGE]
-for start in range(0, len(SHOWN), 4):
-    for column, name in zip(st.columns(4), SHOWN[start:start + 4]):
+UNPINNED = [name for name in SHOWN if not app_state.hidden(name)]  # no empty rows on a link
+for start in range(0, len(UNPINNED), 4):
+    for column, name in zip(st.columns(4), UNPINNED[start:start + 4]):
         app_state.setting_control(column, name, PAGE)
 app_state.show_pinned(SHOWN)
 experiment = app_state.experiment()

@@ -96,7 +96,8 @@ def link_query(experiment: Experiment, pinned: Iterable[str] = ALL_PINS,
         shorter = {k: v for k, v in query.items() if k != name}
         if from_query(shorter) == (target, []):
             query = shorter
-    return {**query, **({"run": run_key} if run_key else {})}
+    first = {name: query[name] for name in ALWAYS_IN_LINK}  # the task leads, for a reader
+    return {**first, **query, **({"run": run_key} if run_key else {})}
 
 
 def classroom_link(experiment: Experiment, base_url: str, *, pinned: Iterable[str] = ALL_PINS,
@@ -233,7 +234,7 @@ def qr_png(link: str, scale: int = 8) -> bytes:
 PRESENT_FONT_PX = 20  # tick labels, axis titles and the colour bar: readable across a room
 PRESENT_TITLE_PX = 26
 PRESENT_SIDE_PX = 660  # the map's side: at 1920x1080 the figure fits under the page title
-_PRESENT_MARGIN = dict(l=130, r=190, b=110)  # room for the tick labels and the colour bar
+_PRESENT_MARGIN = dict(l=120, r=170, b=100)  # room for the tick labels and the colour bar
 _TITLE_LINE_PX = 36
 _TITLE_CHARS = 48  # a line of the title at PRESENT_TITLE_PX over the map's width
 
@@ -266,8 +267,8 @@ def present_figure(figure: go.Figure) -> go.Figure:
     lines = _wrapped(fig.layout.title.text or "")
     top = 40 + _TITLE_LINE_PX * len(lines)
     fig.update_layout(title=dict(text="<br>".join(lines), font=dict(size=PRESENT_TITLE_PX),
-                                 x=0.0, xanchor="left", xref="paper", y=1.0, yanchor="bottom",
-                                 yref="paper", pad=dict(b=24)))
+                                 x=0.0, xanchor="left", xref="paper", y=1.0, yanchor="top",
+                                 yref="container", pad=dict(t=20)))
     square = (len(list(fig.select_xaxes())) == 1 == len(list(fig.select_yaxes()))
               and fig.layout.yaxis.scaleanchor == "x")
     if square:  # the plot area exactly square: nothing left over between map and colour bar
