@@ -24,6 +24,7 @@ from stacklab.lab.settings import SETTINGS
 from stacklab.serve.classroom import MAX_LINK_STACK_CHARS, SESSION_TTL_SECONDS
 from stacklab.serve.experiment import Experiment, from_query, to_query
 from stacklab.serve.pool import JobPool
+from stacklab.serve.share import parse_view, pins_everything
 
 # A word of user text that Markdown, GitHub's autolinks and Streamlit's extras (:color[...],
 # :icon:, :material/...:, $math$) leave as it is: letters, digits, quotes, brackets and
@@ -88,6 +89,8 @@ SESSION_ID = "session_id"
 JOB = "job"  # the id of the session's current job in the pool
 RUN_KEY = "run_key"  # that job's run key, mirrored in the URL as run=KEY
 COMPARE = "compare"  # the run keys on the Compare page, mirrored in the URL as compare=K1,K2
+VIEW = "view"  # "present" (the projector view), mirrored in the URL as view=present
+LINKED_RUN = "linked_run"  # the key of the run this session's link opened (run=KEY): not its own
 
 
 def _log_to_stderr() -> None:
@@ -146,6 +149,10 @@ def start() -> Experiment:
             st.session_state[COMPARE] = keys
             if problem:
                 problems.append(problem)
+        if "view" in params:
+            st.session_state[VIEW], problem = parse_view(params["view"])
+            if problem:
+                problems.append(problem)
         st.session_state[URL_PROBLEMS] = problems
     sync_url()
     return experiment()
@@ -161,6 +168,7 @@ def open_run(raw: str) -> str | None:
         return (f"run={shown(raw)} is not on this server (never trained here, or evicted from "
                 "its store); press Train to train it")
     watch(job)
+    st.session_state[LINKED_RUN] = job.key
     return None
 
 
@@ -217,6 +225,8 @@ def sync_url() -> None:
         wanted["run"] = st.session_state[RUN_KEY]
     if st.session_state.get(COMPARE):
         wanted["compare"] = ",".join(st.session_state[COMPARE])
+    if st.session_state.get(VIEW):
+        wanted["view"] = st.session_state[VIEW]
     if st.query_params.to_dict() != wanted:
         st.query_params.from_dict(wanted)
 
@@ -300,11 +310,50 @@ def setting_control(container, name: str, page: str):
 
 
 def show_pinned(fields) -> None:
-    """Show the values a classroom link pins (hides), so students still see them."""
-    pinned = [f for f in fields if hidden(f)]
-    if pinned:
-        values = ", ".join(f"{f} = {getattr(experiment(), f)}" for f in pinned)
+    """Show the values a classroom link pins (hides), so students still see them; a value
+    that is empty (no lengths to evaluate) says nothing and is left out, and an optional
+    setting that is off reads "none", as in the link."""
+    pinned = [(f, getattr(experiment(), f)) for f in fields if hidden(f)]
+    values = ", ".join(f"{f} = {'none' if value is None else value}"
+                       for f, value in pinned if value != "")
+    if values:
         st.caption(f":material/lock: Set by the link: {plain(values)}")
+
+
+def presenting() -> bool:
+    """Whether the page shows the projector view (``view=present``)."""
+    return st.session_state.get(VIEW) == "present"
+
+
+def set_presenting(on: bool) -> None:
+    """Switch the projector view on or off (and the link's ``view=``)."""
+    if on:
+        st.session_state[VIEW] = "present"
+    else:
+        st.session_state.pop(VIEW, None)
+    sync_url()
+
+
+def url_run_key() -> str | None:
+    """The run key in this page's address (``run=KEY``): the run the experiment describes."""
+    return st.session_state.get(RUN_KEY)
+
+
+def from_link(job) -> bool:
+    """Whether ``job`` is the run this session's link opened (``run=KEY``), not one it trained."""
+    return job is not None and st.session_state.get(LINKED_RUN) == job.key
+
+
+def shared_run(job) -> bool:
+    """Whether ``job`` came with the link (`from_link`) and the experiment still describes
+    it (no control was changed since)."""
+    return from_link(job) and url_run_key() == job.key
+
+
+def student_view(job) -> bool:
+    """A student on the teacher's link: everything pinned and the shared run attached, so
+    there is nothing to set and nothing to train."""
+    return shared_run(job) and pins_everything(experiment())
 
 
 def show_figures(drawn, key: str) -> None:
@@ -334,3 +383,30 @@ def latest_run():
         keep_run(done[0])
         return done[0]
     return st.session_state.get(LATEST_RUN)
+
+
+SCROLL_TO = "scroll_to"  # a CSS selector the next full run of the page scrolls into view
+
+_SCROLL_SCRIPT = """<script>
+setTimeout(() => {
+  const target = document.querySelector(%s);
+  if (target && target.getBoundingClientRect().bottom > window.innerHeight) {
+    target.scrollIntoView({behavior: "smooth", block: "end"});
+  }
+}, 400);
+</script>"""
+
+
+def scroll_later(selector: str) -> None:
+    """Ask the page's next full run to scroll the element at ``selector`` into view (a run
+    that just finished: its heatmap, when it lies below the fold)."""
+    st.session_state[SCROLL_TO] = selector
+
+
+def scroll_if_asked() -> None:
+    """Scroll as `scroll_later` asked, once; the selector is the page's own, never user text."""
+    selector = st.session_state.pop(SCROLL_TO, None)
+    if selector and not presenting():  # the projector view has its figure at the top
+        import json
+
+        st.html(_SCROLL_SCRIPT % json.dumps(selector), unsafe_allow_javascript=True)

@@ -349,7 +349,9 @@ def test_a_reload_reattaches_and_a_fresh_session_opens_the_stored_run():
     assert not fresh.exception
     titles = [s.value for s in fresh.subheader]
     assert "Cosine similarity of the rows" in titles and "Training curves" in titles
-    assert "Your latest run: task **position**" in fresh.markdown[0].value
+    # a run this session did not train is named as the link's, never "Your latest run"
+    assert "The run of the link you opened (trained by whoever shared it): task **position**" \
+        in fresh.markdown[0].value
 
 
 def test_unknown_malformed_evicted_and_damaged_runs_are_reported_not_crashed():

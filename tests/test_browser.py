@@ -318,3 +318,104 @@ def test_a_hostile_upload_name_on_explore_shows_as_text(server, tab):
                             "buffer": b"not a table"})
     tab.get_by_text("E_VALUE").first.wait_for(timeout=30_000)
     assert_shown_as_text(tab, HOSTILE_FILE.rsplit("/", 1)[-1] + ".npy")  # the error names it
+
+
+# The classroom (issue 20): the teacher's share panel, a student on its link, the projector.
+CLASS_LINK = {"task": "reverse", "seed": 81, "steps": 400}
+
+
+def _trained(browser, server, query=CLASS_LINK, size=(1400, 1000)):
+    """A new browser context on /train with ``query`` whose run has finished: (page, key)."""
+    page = browser.new_context(viewport={"width": size[0], "height": size[1]}).new_page()
+    page.goto(f"{server}/train?" + urlencode(query))
+    page.get_by_role("button", name="Train", exact=True).click(timeout=30_000)
+    page.get_by_text("Status: finished").wait_for(timeout=120_000)
+    page.wait_for_function("() => window.location.search.includes('run=')", timeout=10_000)
+    return page, page.evaluate("new URLSearchParams(window.location.search).get('run')")
+
+
+def test_a_student_opens_the_teachers_share_link_and_sees_the_run_with_nothing_to_click(
+        server, browser):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    teacher, key = _trained(browser, server)
+    teacher.get_by_role("button", name="Share with the class").click()
+    code = teacher.locator("[data-testid='stPopoverBody'] [data-testid='stCode']").first
+    code.wait_for(timeout=20_000)
+    link = code.inner_text().strip()
+    assert f"run={key}" in link and "hide=stack," in link, link
+    teacher.locator("[data-testid='stPopoverBody'] img").first.wait_for(timeout=20_000)  # QR
+    teacher.get_by_text("Sessions on this run now").wait_for(timeout=10_000)
+    teacher.set_viewport_size({"width": 1400, "height": 1300})  # the whole panel in the picture
+    teacher.wait_for_timeout(800)
+    teacher.screenshot(path=str(SHOTS / "share_panel.png"))
+    student = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    student.goto(link)  # the teacher's link, as a student's browser gets it: no click after
+    student.get_by_text("The shared run").first.wait_for(timeout=30_000)
+    student.locator("[class*='st-key-train_pattern_'] .js-plotly-plot").wait_for(timeout=30_000)
+    assert student.get_by_role("button", name="Train", exact=True).count() == 0
+    student.wait_for_timeout(1500)  # the page brings the finished run's heatmap into view
+    box = student.locator("[class*='st-key-train_pattern_'] .js-plotly-plot").bounding_box()
+    assert 0 <= box["y"] and box["y"] + box["height"] <= 768 + 1, box  # all of it, no click
+    assert SERVER_LOG.read_text().count(f"training run {key}") == 1
+    student.screenshot(path=str(SHOTS / "student_view.png"))
+    teacher.get_by_role("button", name="Share with the class").click()  # closed, then again
+    teacher.get_by_role("button", name="Share with the class").click()
+    teacher.get_by_text("Sessions on this run now").wait_for(timeout=10_000)
+    teacher.wait_for_function(
+        "() => [...document.querySelectorAll('[data-testid=stMetricValue]')]"
+        ".some(m => m.innerText.trim() === '2')", timeout=15_000)  # the teacher and the student
+    for page in (teacher, student):
+        page.context.close()
+
+
+PLOT_TEXT = """(root) => {
+  const plot = document.querySelector(root + ' .js-plotly-plot');
+  const size = (el) => parseFloat(getComputedStyle(el).fontSize);
+  const group = (sel) => [...plot.querySelectorAll(sel)].map(size);
+  const box = (el) => { const r = el.getBoundingClientRect(); return [r.left, r.right, r.top, r.bottom]; };
+  return {
+    ticks: group('.xtick text, .ytick text'),
+    axis_titles: group('.g-xtitle text, .g-ytitle text'),
+    title: group('.gtitle'),
+    colorbar: group('.colorbar text'),
+    map: box(plot.querySelector('.nsewdrag')),
+    bar: box(plot.querySelector('.colorbar .cbfills')),
+    score: size(document.querySelector(root + ' h2')),
+  };
+}"""
+
+
+def test_the_projector_view_is_readable_from_the_back_of_the_room(server, browser):
+    """view=present at 1920x1080: the pattern figure first and large, every text of the
+    plot 18 px or more, the colour bar right beside the map, the score in large type."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    _, key = _trained(browser, server)
+    page = browser.new_context(viewport={"width": 1920, "height": 1080}).new_page()
+    page.goto(f"{server}/train?" + urlencode({**CLASS_LINK, "run": key, "view": "present"}))
+    page.locator(".st-key-present .js-plotly-plot .xtick text").first.wait_for(timeout=60_000)
+    page.wait_for_timeout(800)
+    seen = page.evaluate(PLOT_TEXT, ".st-key-present")
+    print("projector text sizes (px):", {k: sorted(set(v)) for k, v in seen.items()
+                                         if isinstance(v, list) and k not in ("map", "bar")},
+          "score", seen["score"], "map", seen["map"], "bar", seen["bar"])
+    for name in ("ticks", "axis_titles", "title", "colorbar"):
+        assert seen[name] and min(seen[name]) >= 18, (name, seen[name])
+    gap = seen["bar"][0] - seen["map"][1]
+    assert 0 <= gap <= 40, f"colour bar {gap:.0f} px from the map"
+    assert seen["map"][1] - seen["map"][0] >= 600 and seen["map"][3] <= 1080  # large, on screen
+    assert seen["score"] >= 32
+    first = page.locator(".js-plotly-plot").first
+    assert first.evaluate("el => !!el.closest('.st-key-present')")  # the first figure on the page
+    page.screenshot(path=str(SHOTS / "projector.png"))
+    page.context.close()
+
+
+def test_a_finished_run_puts_its_heatmap_on_screen_at_1366x768(server, browser):
+    page, _ = _trained(browser, server, {**CLASS_LINK, "seed": 82}, size=(1366, 768))
+    heatmap = page.locator("[class*='st-key-train_pattern_'] .js-plotly-plot")
+    heatmap.wait_for(timeout=30_000)
+    page.wait_for_timeout(1500)  # the page scrolls it into view once the run has ended
+    box = heatmap.bounding_box()
+    print("heatmap at 1366x768:", box)
+    assert 0 <= box["y"] < 768 and box["y"] + box["height"] <= 768 + 1, box
+    page.context.close()

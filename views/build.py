@@ -15,6 +15,7 @@ from stacklab.core.resolve import bind_args
 from stacklab.core.shapes import DTYPES
 from stacklab.serve.classroom import MAX_STACK_CHARS, PARAM_BUDGET_BYTES
 from stacklab.serve.experiment import presets
+from views import share_panel
 
 PAGE = "build"
 experiment = app_state.start()
@@ -22,6 +23,8 @@ st.title("Build")
 st.caption("One op per line, `name = op(arg, key=value)`, `#` for comments. Every shape is "
            "resolved before anything runs.")
 app_state.show_url_problems()
+share_panel.build_note()  # a classroom link that pins the stack: why it is read-only
+app_state.show_pinned(("input", "input_dtype", "dtype"))
 
 PRESETS = presets()
 

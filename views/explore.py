@@ -9,6 +9,7 @@ from stacklab import StackError, Status
 from stacklab.lab.report_html import report_html
 from stacklab.lab.tables import (MAX_UPLOAD_BYTES, read_table, table_figures, table_scores,
                                  tensor_names)
+from views import share_panel
 
 app_state.start()
 st.title("Explore")
@@ -77,9 +78,13 @@ if job is None:
 run = job.run
 accuracy = run.final["accuracy"]
 shown = f"{accuracy:.1%}" if accuracy is not None else "not measured"
-st.markdown(f"Your latest run: task **{run.task.name}**, T = {run.config.seq_len}, "
+whose = share_panel.whose_run(job)  # "Your latest run", or the shared run of the link
+st.markdown(f"{whose}: task **{run.task.name}**, T = {run.config.seq_len}, "
             f"{run.step} steps, status **{run.status}**, held-out accuracy **{shown}**  \n"
             f"*What to look for:* {run.task.pattern}")
+share_panel.read_only_note(job)
+if app_state.presenting() and job.pattern_now() is not None:
+    share_panel.show_presented(job.pattern_now())
 if run.status == Status.DIVERGED:
     st.warning(app_state.plain(run.error, 1000))
 

@@ -7,6 +7,7 @@ from stacklab import TASKS, StackError, Status
 from stacklab.core.build import available_devices
 from stacklab.core.errors import annotate
 from stacklab.lab.settings import SETTINGS
+from views import share_panel
 
 PAGE = "train"
 experiment = app_state.start()
@@ -14,12 +15,17 @@ st.title("Train")
 app_state.show_url_problems()
 pool = app_state.pool()
 owner = app_state.owner()
+if app_state.shared_run(app_state.current_job()):
+    share_panel.student_note(app_state.current_job().view(owner))
+if app_state.presenting():
+    share_panel.projector(owner)  # the pattern figure large and first, for the room
 
 
 # The controls of every training setting this page shows, in the table's order, four a row.
 SHOWN = [row.name for row in SETTINGS.values() if row.link and row.page == PAGE]
-for start in range(0, len(SHOWN), 4):
-    for column, name in zip(st.columns(4), SHOWN[start:start + 4]):
+UNPINNED = [name for name in SHOWN if not app_state.hidden(name)]  # no empty rows on a link
+for start in range(0, len(UNPINNED), 4):
+    for column, name in zip(st.columns(4), UNPINNED[start:start + 4]):
         app_state.setting_control(column, name, PAGE)
 app_state.show_pinned(SHOWN)
 experiment = app_state.experiment()
@@ -71,11 +77,16 @@ def stop_training():
 
 job = app_state.current_job()
 view = job.view(owner) if job else None
-train_col, stop_col, _ = st.columns([1, 1, 6])
-train_col.button("Train", type="primary", disabled=not fits, on_click=start_training,
-                 key="train_train")
-stop_col.button("Stop", disabled=not (view and view.active), on_click=stop_training,
-                key="train_stop", help="Stop watching; a run shared with others goes on for them")
+train_col, stop_col, share_col = st.columns([1, 1, 6])
+# A student on the teacher's link has nothing to train: Train would only join the same run.
+student = app_state.student_view(job) and view.status not in (Status.STOPPED, Status.FAILED)
+if not student:
+    train_col.button("Train", type="secondary" if app_state.shared_run(job) else "primary",
+                     disabled=not fits, on_click=start_training, key="train_train")
+    share_panel.share_button(share_col, job)
+if not student or view.active:
+    stop_col.button("Stop", disabled=not (view and view.active), on_click=stop_training,
+                    key="train_stop", help="Stop watching; a run shared with others goes on for them")
 if "train_error" in st.session_state:
     app_state.show_error(st.session_state["train_error"])
 
@@ -125,7 +136,7 @@ def status_panel():
     if now.history:
         left, right = st.columns(2)
         left.plotly_chart(current.curves(now), key=f"train_curves_{now.id}")  # shared
-        if now.pattern is not None:
+        if now.pattern is not None and not app_state.presenting():  # else it is at the top
             right.plotly_chart(now.pattern.figure, key=f"train_pattern_{now.id}")
             score = f" — {app_state.plain(now.pattern.score, 300)}" if now.pattern.score else ""
             right.caption(f"**{app_state.plain(now.pattern.title, 200)}** at step "
@@ -137,7 +148,9 @@ def status_panel():
         st.page_link("views/explore.py", label="Explore what the table learned",
                      icon=":material/insights:")
     if view is not None and view.active and not now.active:
+        app_state.scroll_later(f".st-key-train_pattern_{now.id}")  # its heatmap, in view
         st.rerun()  # the run ended: redraw the page (buttons, no more polling)
 
 
 status_panel()
+app_state.scroll_if_asked()

@@ -11,12 +11,16 @@
     stacklab tasks [--json]
     stacklab ops [--json]
     stacklab docs --out DIR
+    stacklab share [FILE|-] --task NAME --host URL [--input SHAPE] [--input-dtype int64]
+                   [the train flags] [--run KEY] [--pin NAMES|none] [--page train|explore|build]
+                   (prints the classroom link; every control pinned unless --pin says which)
 
 Exit status: 0 on success, 1 on a `StackError` (its message on stderr, no traceback),
 2 on a usage error.
 
 The parser and the train flags (from the settings table) are in `flags`; the commands on
-one stack, table or listing in `commands`; ``compare`` and ``sweep`` in `sweep`.
+one stack, table or listing in `commands`; ``compare`` and ``sweep`` in `sweep`; the
+classroom link, ``share``, in `share`.
 """
 
 from __future__ import annotations
@@ -26,11 +30,12 @@ import sys
 from ..core.errors import StackError
 from .commands import cmd_docs, cmd_explore, cmd_ops, cmd_resolve, cmd_tasks, cmd_train
 from .flags import make_parser
+from .share import cmd_share
 from .sweep import cmd_compare, cmd_sweep
 
 COMMANDS = {"resolve": cmd_resolve, "train": cmd_train, "compare": cmd_compare,
             "sweep": cmd_sweep, "explore": cmd_explore, "tasks": cmd_tasks, "ops": cmd_ops,
-            "docs": cmd_docs}
+            "docs": cmd_docs, "share": cmd_share}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -74,7 +74,30 @@ def make_parser() -> argparse.ArgumentParser:
 
     docs = commands.add_parser("docs", help="write the op reference (one Markdown page per op)")
     docs.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
+    _share_parser(commands)
     return parser
+
+
+def _share_parser(commands) -> None:
+    """``stacklab share``: the flags of the experiment, then where and what to share."""
+    share = commands.add_parser("share", help="print the classroom link of an experiment (the "
+                                "Train page's share panel): its controls pinned, and a run")
+    share.add_argument("file", nargs="?", default=None,
+                       help="the stack file, or - for standard input (default: the task's preset)")
+    share.add_argument("--input", default=None, metavar="SHAPE",
+                       help="input shape of the stack, e.g. B,16 (default: the preset's)")
+    share.add_argument("--input-dtype", default=None, choices=list(DTYPES),
+                       help="dtype of the input (default: the preset's)")
+    _setting_flags(share)
+    share.add_argument("--host", required=True, metavar="URL",
+                       help="the address students reach the app at, e.g. http://10.0.0.5:8501")
+    share.add_argument("--run", default=None, metavar="KEY",
+                       help="a run key: students who open the link attach to that run at once")
+    share.add_argument("--pin", default=None, metavar="NAMES",
+                       help="comma list of the controls the link pins (hide=); default: all of "
+                            "them; none: pin nothing")
+    share.add_argument("--page", default="train", choices=["train", "explore", "build"],
+                       help="the page the link opens (default train)")
 
 
 def _setting_flags(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:

@@ -178,6 +178,12 @@ class JobPool:
             return {"workers": self.workers, "running": self.running, "queued": len(self._queue),
                     "owners": len(self._jobs), "trainings": self.trainings}
 
+    def viewers(self, key: str) -> int:
+        """Sessions whose current run is ``key`` (the newest they asked for or opened):
+        watching it train, or looking at it once it has ended (a run's watchers go then)."""
+        with self._lock:
+            return sum(1 for jobs in self._jobs.values() if jobs and jobs[0].key == key)
+
     def forget_idle(self, now: float | None = None) -> int:
         """Detach and drop the owners that have not polled for ``ttl_seconds``."""
         with self._lock:

@@ -1,0 +1,47 @@
+"""``stacklab share``: the classroom link of an experiment, as the Train page's share panel
+makes it (`stacklab.serve.share.classroom_link`), for a teacher who scripts the class."""
+
+from __future__ import annotations
+
+import sys
+
+from ..core.errors import StackError
+from ..lab.settings import SETTINGS
+from .paths import read_source
+
+
+def link_values(args, parser) -> dict[str, str]:
+    """The link values the flags give (a link's text, as a page would be opened with)."""
+    values = {}
+    if args.file is not None:
+        values["stack"] = read_source(args.file, parser)
+    if args.input is not None:
+        values["input"] = args.input
+    if args.input_dtype is not None:
+        values["input_dtype"] = args.input_dtype
+    for row in SETTINGS.values():
+        value = getattr(args, row.name, None) if row.cli and row.link else None
+        if value is not None:
+            values[row.name] = repr(value) if isinstance(value, float) else str(value)
+    return values
+
+
+def cmd_share(args, parser) -> int:
+    from ..serve.experiment import from_query
+    from ..serve.share import ALL_PINS, classroom_link, is_loopback
+
+    experiment, problems = from_query(link_values(args, parser))
+    if problems:  # the app would refuse these values from the link: say so here instead
+        raise StackError("E_ARG", "; ".join(problem.split("; using")[0] for problem in problems),
+                         hint="use values within the classroom ranges (what a link accepts)")
+    pins = ALL_PINS if args.pin is None else [] if args.pin.strip() == "none" \
+        else args.pin.split(",")
+    link = classroom_link(experiment, args.host, pinned=pins, run_key=args.run, page=args.page)
+    print(link)
+    from urllib.parse import urlsplit
+
+    if is_loopback(urlsplit(args.host).hostname):
+        print("stacklab: note: that address is this machine only; students need its address on "
+              "the network (hostname -I), and the app started with `make run HOST=0.0.0.0`",
+              file=sys.stderr)
+    return 0

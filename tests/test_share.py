@@ -1,0 +1,371 @@
+"""The classroom link (`stacklab.serve.share`): built from an experiment, read back by the
+app's own URL parsing, the address students can reach, the QR code and the projector's
+figure; `stacklab share`; and the pages (AppTest): the share panel, the student view and
+``view=present``."""
+
+from __future__ import annotations
+
+import struct
+import time
+from dataclasses import replace
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as strategies
+from streamlit.testing.v1 import AppTest
+
+from stacklab import StackError
+from stacklab.lab.tasks import TASKS
+from stacklab.serve import share
+from stacklab.serve.experiment import DEFAULT, HIDEABLE, from_query
+from stacklab.serve.share import (ALL_PINS, check_base_url, classroom_link, experiment_of_link,
+                                  present_figure, share_address)
+
+KEY = "0123456789abcdef0123456789abcdef"
+BASE = "http://10.0.0.5:8501"
+APP = str(Path(__file__).parent.parent / "app.py")
+
+# --- the link --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+@pytest.mark.parametrize("pins", [ALL_PINS, (), ("task", "steps", "layers")])
+def test_every_task_preset_round_trips_through_the_apps_parser(task, pins):
+    experiment = replace(DEFAULT.with_task_preset(task), seed=7, lr=0.0123, eval_lengths="32,16")
+    link = classroom_link(experiment, BASE + "/", pinned=pins, run_key=KEY)
+    assert link.startswith(f"{BASE}/train?task={task}&")
+    back, run_key, problems = experiment_of_link(link)
+    assert (back, run_key, problems) == (replace(experiment, hide=tuple(pins)), KEY, [])
+    assert f"run={KEY}" in link and ("hide=" in link) == bool(pins)
+
+
+@given(stack=strategies.text(max_size=300), seed=strategies.integers(0, 2**31 - 1))
+def test_any_stack_text_round_trips(stack, seed):
+    """Newlines, &, #, +, %, = and any Unicode in a stack come back as typed."""
+    experiment = replace(DEFAULT, stack=stack, seed=seed)
+    back, _, problems = experiment_of_link(classroom_link(experiment, BASE, pinned=("stack",)))
+    assert (back, problems) == (replace(experiment, hide=("stack",)), [])
+
+
+def test_the_link_leaves_out_what_follows_from_the_task():
+    assert classroom_link(DEFAULT, BASE) == f"{BASE}/train?task=reverse&hide=" + ",".join(HIDEABLE)
+    custom = replace(DEFAULT.with_task_preset("shift"), stack="linear(4)", steps=123)
+    query = dict(parse_qsl(urlsplit(classroom_link(custom, BASE, pinned=())).query))
+    assert query == {"task": "shift", "stack": "linear(4)", "steps": "123"}
+    assert classroom_link(DEFAULT, BASE, pinned=("steps", "task"), page="build") == \
+        f"{BASE}/?task=reverse&hide=task,steps"  # pins in the app's order
+
+
+def test_the_link_as_a_page_opens_it_is_the_same_experiment():
+    """The link's query given to the real app (AppTest): its session holds that experiment
+    and keeps the link's values in its address."""
+    experiment = replace(DEFAULT.with_task_preset("modular"), seed=11, weight_decay=0.5)
+    link = classroom_link(experiment, BASE, pinned=("seed", "stack"))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(dict(parse_qsl(urlsplit(link).query)))
+    at.run()
+    assert not at.exception and not at.warning
+    assert at.session_state["experiment"] == replace(experiment, hide=("stack", "seed"))
+
+
+@pytest.mark.parametrize("call, code, words", [
+    (lambda: classroom_link(DEFAULT, BASE, pinned=("stack", "colour")), "E_ARG", "'colour'"),
+    (lambda: classroom_link(DEFAULT, "10.0.0.5:8501"), "E_VALUE", "http://HOST:PORT"),
+    (lambda: classroom_link(DEFAULT, "ftp://h/"), "E_VALUE", "not the address"),
+    (lambda: classroom_link(DEFAULT, "http://h:99999"), "E_VALUE", "not the address"),
+    (lambda: classroom_link(DEFAULT, "http://h/?x=1"), "E_VALUE", "not the address"),
+    (lambda: classroom_link(DEFAULT, BASE, run_key="../etc"), "E_VALUE", "not a run key"),
+    (lambda: classroom_link(replace(DEFAULT, steps=50_000), BASE), "E_ARG", "steps='50000'"),
+    (lambda: classroom_link(replace(DEFAULT, stack="x" * 9000), BASE), "E_VALUE", "at most 8,000"),
+    (lambda: classroom_link(DEFAULT, BASE, page="catalogue"), "E_VALUE", "page 'catalogue'"),
+])
+def test_what_no_link_can_carry_is_a_stack_error(call, code, words):
+    with pytest.raises(StackError) as caught:
+        call()
+    assert caught.value.code == code and words in str(caught.value) and caught.value.hint
+
+
+def test_base_urls_keep_their_path_and_lose_the_trailing_slash():
+    assert check_base_url(" https://lab.example.org/stacklab/ ") == "https://lab.example.org/stacklab"
+    assert check_base_url("http://[fe80::1]:8501") == "http://[fe80::1]:8501"
+
+
+def test_view_values_and_everything_pinned():
+    assert share.parse_view("present") == ("present", None)
+    assert "not one of present" in share.parse_view("huge")[1]
+    assert share.pins_everything(replace(DEFAULT, hide=ALL_PINS))
+    assert not share.pins_everything(replace(DEFAULT, hide=ALL_PINS[:-1]))
+
+
+# --- the address students can reach ----------------------------------------------------
+
+
+@pytest.mark.parametrize("listen, host, lan, base, warned", [
+    ("127.0.0.1", "127.0.0.1:8501", "10.0.0.5", "http://127.0.0.1:8501", "127.0.0.1 only"),
+    ("localhost", None, None, "http://localhost:8501", "localhost only"),
+    ("::1", "[::1]:8501", None, "http://[::1]:8501", "::1 only"),
+    ("0.0.0.0", "127.0.0.1:8501", "10.0.0.5", "http://10.0.0.5:8501", None),
+    ("", "localhost:8501", "10.0.0.5", "http://10.0.0.5:8501", None),  # Streamlit's default
+    (None, "10.1.2.3:8501", "10.0.0.5", "http://10.1.2.3:8501", None),  # as the teacher came
+    ("0.0.0.0", "lab.school.org", None, "http://lab.school.org", None),
+    ("192.168.1.20", "127.0.0.1:8501", "10.0.0.5", "http://192.168.1.20:8501", None),
+    ("0.0.0.0", "127.0.0.1:8501", None, "http://127.0.0.1:8501", "no address on a network"),
+])
+def test_the_address_students_can_reach(listen, host, lan, base, warned):
+    address = share_address(listen, host, port=8501, lan=lan)
+    assert address.base == base
+    if warned is None:
+        assert address.warning is None and address.fix is None
+    else:
+        assert warned in address.warning and address.fix
+
+
+def test_a_server_on_loopback_says_the_command_that_fixes_it():
+    address = share_address("127.0.0.1", "127.0.0.1:8501")
+    assert address.fix == "make run HOST=0.0.0.0"
+    assert "--server.address 0.0.0.0" in address.warning
+
+
+def test_this_machines_network_address_is_not_loopback():
+    found = share.lan_address()
+    assert found is None or not share.is_loopback(found)
+
+
+def test_the_qr_code_is_a_png_of_the_links_symbol():
+    import segno
+
+    link = classroom_link(DEFAULT, BASE, run_key=KEY)
+    png = share.qr_png(link, scale=4)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", png[16:24])
+    side = (segno.make(link, error="m", micro=False).symbol_size(scale=4, border=4))
+    assert (width, height) == side
+    assert share.qr_png(link + "x", scale=4) != png
+
+
+# --- the projector's figure ------------------------------------------------------------
+
+
+def test_the_projector_figure_is_large_square_and_leaves_the_original_alone():
+    import torch
+
+    from stacklab.lab.figures.heatmaps import positional_attention_heatmap
+
+    original = positional_attention_heatmap(torch.eye(16), "n1")
+    shown = present_figure(original)
+    assert original.layout.width is None and original.layout.font.size is None
+    layout, margin = shown.layout, shown.layout.margin
+    assert layout.width - margin.l - margin.r == layout.height - margin.t - margin.b  # square
+    for axis in (layout.xaxis, layout.yaxis):
+        assert axis.tickfont.size >= 18 and axis.title.font.size >= 18
+    colorbar = shown.data[0].colorbar
+    assert colorbar.tickfont.size >= 18 and colorbar.title.font.size >= 18
+    assert layout.title.font.size >= 24 and "T = 16" in layout.title.text
+
+
+def test_a_long_title_wraps_at_spaces_on_the_projector():
+    import torch
+
+    from stacklab.lab.figures.heatmaps import rows_alone_heatmap
+
+    shown = present_figure(rows_alone_heatmap(torch.eye(8), "table&amp;"))
+    lines = shown.layout.title.text.split("<br>")
+    assert len(lines) >= 2 and all(len(line) <= 48 for line in lines)
+    assert shown.layout.margin.t >= 40 + 36 * len(lines)
+
+
+# --- stacklab share ------------------------------------------------------------------------
+
+
+def test_cli_share_prints_the_classroom_link(cli):
+    code, out, err = cli("share", "--task", "reverse", "--host", "http://10.0.0.5:8501")
+    assert (code, err) == (0, "")
+    assert out == f"{BASE}/train?task=reverse&hide={','.join(HIDEABLE)}\n"
+    code, out, _ = cli("share", "--task", "shift", "--seed", "3", "--steps", "300", "--pin",
+                       "task,seed", "--run", KEY, "--host", "http://10.0.0.5:8501/")
+    assert out == f"{BASE}/train?task=shift&steps=300&seed=3&hide=task,seed&run={KEY}\n"
+    assert experiment_of_link(out.strip())[0] == replace(
+        DEFAULT.with_task_preset("shift"), steps=300, seed=3, hide=("task", "seed"))
+
+
+def test_cli_share_reads_a_stack_file_and_pins_nothing_on_request(cli, tmp_path):
+    stack = tmp_path / "stack.txt"
+    stack.write_text("embedding(16, 32)\npos_embed(16)\nlinear(16)\n")
+    code, out, _ = cli("share", str(stack), "--task", "reverse", "--input", "B,16",
+                       "--pin", "none", "--page", "explore", "--host", "https://lab.example.org")
+    assert code == 0 and out.startswith("https://lab.example.org/explore?task=reverse&stack=")
+    assert "hide=" not in out
+    experiment, _, problems = experiment_of_link(out.strip())
+    assert experiment.stack == stack.read_text() and not problems
+
+
+def test_cli_share_errors(cli):
+    code, _, err = cli("share", "--task", "reverse", "--host", "10.0.0.5")
+    assert code == 1 and "E_VALUE" in err and "http://HOST:PORT" in err
+    code, _, err = cli("share", "--task", "reverse", "--steps", "50000", "--host", BASE)
+    assert code == 1 and "E_ARG" in err and "steps='50000'" in err and "using" not in err
+    code, _, err = cli("share", "--task", "reverse", "--pin", "stack,nope", "--host", BASE)
+    assert code == 1 and "'nope'" in err
+    code, out, err = cli("share", "--task", "reverse", "--host", "http://127.0.0.1:8501")
+    assert code == 0 and out.startswith("http://127.0.0.1:8501/train?") and "HOST=0.0.0.0" in err
+    code, _, err = cli("share", "--host", BASE)
+    assert code == 2 and "--task" in err
+
+
+# --- the pages (AppTest) -------------------------------------------------------------------
+
+
+def app(**query) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def texts(at) -> str:
+    return " ".join(e.value for kind in ("info", "success", "warning", "error", "caption",
+                                         "markdown") for e in getattr(at, kind))
+
+
+def wait_for_finished(at, timeout=90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while "Status: **finished**" not in texts(at):
+        assert time.monotonic() < deadline, "the run did not finish"
+        time.sleep(0.2)
+        at.run()
+
+
+def popovers(at) -> list[str]:
+    """The labels of the page's popovers (the share panel is one)."""
+    found, nodes = [], [at.main]
+    while nodes:
+        node = nodes.pop()
+        if getattr(node, "type", "") == "popover":
+            found.append(node.proto.popover.label)
+        nodes.extend(getattr(node, "children", {}).values())
+    return found
+
+
+def open_share_panel(at) -> None:
+    at.session_state["train_share"] = True  # the popover beside Train, opened
+    at.run()
+
+
+def share_link(at) -> str:
+    [link] = [c.value for c in at.code if c.value.startswith("http")]
+    return link
+
+
+@pytest.fixture
+def listening_on(monkeypatch):
+    """Set Streamlit's ``server.address`` for one test."""
+    from streamlit import config
+
+    def listen(address):
+        before = config.get_option("server.address")
+        config.set_option("server.address", address)
+        monkeypatch.undo = lambda: config.set_option("server.address", before)
+        return address
+
+    yield listen
+    monkeypatch.undo()
+
+
+def test_the_share_panel_gives_the_link_and_then_its_run(listening_on):
+    listening_on("0.0.0.0")
+    teacher = app(task="position", steps="60", seed="41")
+    teacher.switch_page("views/train.py").run()
+    open_share_panel(teacher)
+    before = share_link(teacher)
+    assert f"hide={','.join(HIDEABLE)}" in before and "run=" not in before
+    assert "Press Train first" in texts(teacher) and not teacher.warning
+    assert teacher.get("image")  # the QR code
+    teacher.multiselect(key="train_share_pins").set_value(["task", "steps"]).run()
+    assert share_link(teacher).endswith("hide=task,steps")
+    teacher.button(key="train_train").click().run()
+    wait_for_finished(teacher)
+    key = teacher.query_params["run"]
+    link = share_link(teacher)
+    assert link.endswith(f"hide=task,steps&run={key}")
+    assert experiment_of_link(link)[0] == replace(from_query(
+        {"task": "position", "steps": "60", "seed": "41"})[0], hide=("task", "steps"))
+    assert teacher.metric[0].value == "1"  # this session
+    student = app(**dict(parse_qsl(urlsplit(link).query)))
+    student.switch_page("views/train.py").run()
+    teacher.run()
+    assert teacher.metric[0].value == "2"
+
+
+def test_a_server_on_loopback_warns_with_the_command_that_fixes_it(listening_on):
+    listening_on("127.0.0.1")
+    at = app(task="position")
+    at.switch_page("views/train.py").run()
+    open_share_panel(at)
+    assert "listens on 127.0.0.1 only" in at.warning[0].value
+    assert "make run HOST=0.0.0.0" in [c.value for c in at.code]
+
+
+def teachers_run(task="position", steps="60", seed="43") -> tuple[str, str]:
+    """A teacher trains on one server and shares the whole experiment: (link, key)."""
+    teacher = app(task=task, steps=steps, seed=seed)
+    teacher.switch_page("views/train.py").run()
+    teacher.button(key="train_train").click().run()
+    wait_for_finished(teacher)
+    open_share_panel(teacher)
+    return share_link(teacher), teacher.query_params["run"]
+
+
+def test_a_student_on_the_teachers_link_sees_the_shared_run_with_nothing_to_press():
+    link, key = teachers_run()
+    student = app(**dict(parse_qsl(urlsplit(link).query)))
+    student.switch_page("views/train.py").run()
+    assert not student.exception and student.query_params["run"] == key
+    assert "The shared run" in student.info[0].value and "teacher's link" in student.info[0].value
+    assert not [b for b in student.button if b.key in ("train_train", "train_stop")]
+    assert "Share with the class" not in popovers(student)
+    assert "Status: **finished**" in texts(student)
+    [pins] = [c.value for c in student.caption if "Set by the link" in c.value]
+    assert "eval_lengths" not in pins and not pins.rstrip().endswith("=")
+    assert "target_accuracy = " in pins
+    student.switch_page("views/build.py").run()
+    assert "Read-only" in student.info[0].value and "shared run" in student.info[0].value
+    assert not [t for t in student.text_area if t.key == "build_stack"]
+    student.switch_page("views/explore.py").run()
+    assert not student.exception
+    page = texts(student)
+    assert "The shared run, trained by the teacher's link: task **position**" in page
+    assert "Your latest run" not in page and "not training it" in page
+
+
+def test_a_link_that_pins_some_controls_keeps_train_but_not_as_the_main_action():
+    link, key = teachers_run(seed="44")
+    query = dict(parse_qsl(urlsplit(link).query))
+    query["hide"] = "task,steps"
+    student = app(**query)
+    student.switch_page("views/train.py").run()
+    assert student.button(key="train_train").proto.type == "secondary"
+    assert "the link you opened" in texts(student)
+    student.number_input(key="train_seed").set_value(45).run()  # their own experiment now
+    assert student.button(key="train_train").proto.type == "primary"
+
+
+def test_view_present_puts_the_pattern_figure_first_and_large():
+    _, key = teachers_run(seed="46")
+    at = app(task="position", steps="60", seed="46", run=key, view="present")
+    at.switch_page("views/train.py").run()
+    assert not at.exception and at.query_params["view"] == "present"
+    charts = at.get("plotly_chart")
+    import json
+
+    first = json.loads(charts[0].proto.spec)  # the first chart on the page: the projector's
+    assert first["layout"]["xaxis"]["tickfont"]["size"] >= 18
+    assert len(charts) == 2  # the curves below; the pattern figure is not drawn twice
+    assert any(m.value.startswith("## ") for m in at.markdown)  # the score, large
+    at.switch_page("views/explore.py").run()
+    assert json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["width"] > 700
+    bad = app(task="position", view="huge")
+    assert "view='huge' is not one of present" in bad.warning[0].value
+    bad.switch_page("views/train.py").run()
+    assert "view" not in bad.query_params
