@@ -50,7 +50,8 @@ from ..lab.trainer import Status, TrainConfig, Trainer
 from .classroom import (BUDGETS, FINISHED_RUNS_KEPT, MAX_QUEUED_RUNS, RUNS_KEPT_PER_SESSION,
                         SESSION_TTL_SECONDS)
 from .job import Job, JobView, release_memory
-from .transport import LocalProcess, RayActor, Transport, processes, relay, warm_fork_server
+from .transport import (LocalProcess, RayActor, Transport, every, processes, relay,
+                        warm_fork_server)
 
 __all__ = ["Job", "JobPool", "JobView"]
 
@@ -360,7 +361,7 @@ class JobPool:
             if transport is None:
                 transport = self._transport(job)
                 job.stop_event = transport.stop_event
-            self._finish(job, *relay(transport, job, self._idle_forgetter(2.0)))
+            self._finish(job, *relay(transport, job, every(2.0, self.forget_idle)))
         except BaseException as err:  # noqa: BLE001 - a worker must survive any job
             job.status = Status.FAILED
             job.error = f"{type(err).__name__}: {err}"
@@ -398,19 +399,6 @@ class JobPool:
         args = (job.trainer.source, job.config, self.budgets, str(self.store.root),
                 self.store.max_bytes, self.threads_per_job, self.worker_nice)
         return (RayActor if self.ray_address else LocalProcess)(job.key, args)
-
-    def _idle_forgetter(self, seconds: float) -> Callable[[], None]:
-        """For a worker waiting on its run: forget closed tabs every ``seconds`` (when all
-        workers are busy, nothing else does)."""
-        last = time.monotonic()
-
-        def forget() -> None:
-            nonlocal last
-            now = time.monotonic()
-            if now - last > seconds:
-                self.forget_idle()
-                last = now
-        return forget
 
     def _finish(self, job: Job, done: tuple | None, why: str | None) -> None:
         """Take the run a worker handed over (its last message ``done``), or fail ``job``."""

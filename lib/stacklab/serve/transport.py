@@ -285,3 +285,18 @@ def _own_copy(message: tuple, root: Path) -> tuple:
         shutil.rmtree(copy, ignore_errors=True)
         return (*message[:3], None)
     return (*message[:3], str(copy))
+
+
+def every(seconds: float, action: Callable[[], object]) -> Callable[[], None]:
+    """``action``, called at most once per ``seconds`` however often the result is called:
+    a worker waiting on its run forgets closed tabs this way (when all workers are busy,
+    nothing else does)."""
+    last = time.monotonic()
+
+    def throttled() -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last > seconds:
+            action()
+            last = now
+    return throttled
