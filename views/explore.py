@@ -75,6 +75,7 @@ if job is None:
     st.stop()
 
 run = job.run
+app_state.show_changed_since(job)  # a run of an earlier experiment says so, first
 accuracy = run.final["accuracy"]
 shown = f"{accuracy:.1%}" if accuracy is not None else "not measured"
 st.markdown(f"Your latest run: task **{run.task.name}**, T = {run.config.seq_len}, "
