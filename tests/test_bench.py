@@ -12,8 +12,9 @@ from stacklab import StackError, resolve
 from stacklab.core.errors import closest
 from stacklab.lab.compare import (aligned_rows, column_help, compared, comparison_html,
                                   length_rows, table_rows)
-from stacklab.lab.figures import (FIGURES, column_width, fit_title, lengths_compared_plot,
-                                  positional_attention_heatmap, training_curves, wrap_title)
+from stacklab.lab.figures import (FIGURES, column_width, figures_json, fit_title,
+                                  lengths_compared_plot, positional_attention_heatmap,
+                                  training_curves, wrap_title)
 from stacklab.lab.figures.curves import loss_axis
 from stacklab.lab.figures.drawing import NO_TABLE
 from stacklab.lab.figures.style import TITLE_FONT, _CHAR_WIDTH, _shown_length
@@ -56,7 +57,7 @@ def test_choice_errors_say_what_was_meant_with_that_call_corrected(golden):
 
 def test_closest_finds_the_meant_choice_or_none():
     choices = ["none", "rope", "alibi", "relative"]
-    assert [closest(word, choices) for word in ("rotary", "Rope", "nope", "rel_bias", "alibi ")] \
+    assert [closest(word, choices) for word in ("rotary", "Rope", "nome", "rel_bias", "alibi ")] \
         == ["rope", "rope", "none", "relative", "alibi"]
     assert closest("sinusoidal", choices) is None and closest("r", choices) is None
 
@@ -81,10 +82,11 @@ def test_a_custom_stacks_input_that_follows_t_is_announced_too():
 
 
 def test_a_new_task_announces_its_preset_and_settings():
-    after = replace(DEFAULT, **DEFAULT.changes_for("task", "shift"))
+    after = replace(DEFAULT, **DEFAULT.changes_for("task", "sort"))
     note = announcement(DEFAULT, after, "task")
-    assert note.startswith("task reverse → shift also changed the stack")
-    assert "which follows the task" in note
+    assert note.startswith("task reverse → sort also changed the stack (it was the preset of "
+                           "task reverse, which follows the task): embedding(16, 64) → ")
+    assert "seq_len 16 → 8" in note and "input B,16 → B,8" in note
 
 
 def test_changed_since_lists_each_field_old_and_new():
@@ -140,8 +142,8 @@ def test_fit_title_makes_room_for_its_lines():
 def test_the_loss_axis_labels_read():
     axis = loss_axis([2.8, 1.2, 0.3, 0.02, 0.004])
     assert axis["type"] == "log" and axis["ticktext"] == ["0.01", "0.1", "1"]
-    few = loss_axis([2.8, 1.0, 0.3])  # two decades or less: 1, 2, 5 steps
-    assert few["ticktext"] == ["0.2", "0.5", "1", "2", "5"]
+    few = loss_axis([2.8, 1.0, 0.2])  # two decades or less: 1, 2, 5 steps
+    assert few["ticktext"] == ["0.1", "0.2", "0.5", "1", "2", "5"]
     assert loss_axis([2.8, 2.3, 1.9])["type"] == "linear"  # under one decade: linear
     history = [{"step": 25 * i, "loss": 2.8 / (i + 1), "accuracy": 0.1} for i in range(4)]
     fig = training_curves(history)
@@ -168,7 +170,7 @@ def stored_pair():
     runs = []
     for label, stack in (("learned", LEARNED), ("rope", ROPE)):
         run = stacklab.train(stack, task="shift", steps=40, eval_lengths="16,32,48")
-        store.save(run)
+        store.save(run, figures_json(run))  # as a worker stores it
         runs.append((label, store.open(run.key)))
     return runs
 

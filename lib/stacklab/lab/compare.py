@@ -109,14 +109,17 @@ def comparison(entries: Sequence[tuple[str, object]]) -> dict:
     return {"runs": [{"label": label, **summary(run)} for label, run in entries]}
 
 
-def _figures(run) -> list[RunFigure]:
+def _figures(run) -> tuple[list[RunFigure], dict[str, str]]:
+    """A run's figures and why each one left out is, as its worker stored them (drawn
+    from its tensors, once, for a run stored without them)."""
     drawn = run.figures()
     found = figures_from_json(drawn) if drawn is not None else None
-    if found is None:  # stored without figures: drawn from its tensors once
-        from .figures import run_figures
+    if found is not None:
+        return found, absent_from_json(drawn)
+    from .figures import absent_reasons, run_figures
 
-        found = run_figures(run.load())
-    return found
+    loaded = run.load()
+    return run_figures(loaded), absent_reasons(loaded)
 
 
 class AlignedRow(NamedTuple):
@@ -135,12 +138,13 @@ def aligned_rows(entries: Sequence[tuple[str, object]]) -> list[AlignedRow]:
     attention by position alone) shares that figure's row and title. A run that lacks a
     figure says why, as its worker stored it ("no attention in this stack")."""
     row_of = {spec.key: spec.aligns_with or spec.key for spec in FIGURES}
-    drawn = [{row_of.get(figure.key, figure.key): figure for figure in _figures(run)}
-             for _, run in entries]
+    found = [_figures(run) for _, run in entries]
+    drawn = [{row_of.get(figure.key, figure.key): figure for figure in figures}
+             for figures, _ in found]
+    absent = [why for _, why in found]
     keys = [spec.key for spec in FIGURES if any(spec.key in d for d in drawn)]
     # keys this version's catalog lacks (a figures.json a newer version wrote) go last
     keys += sorted({key for d in drawn for key in d} - set(keys))
-    absent = [absent_from_json(run.figures() or {}) for _, run in entries]
     return [AlignedRow(key, _row_title(key, drawn), [d.get(key) for d in drawn],
                        [None if key in d else _reason(key, run, why)
                         for d, (_, run), why in zip(drawn, entries, absent)])
