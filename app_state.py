@@ -18,9 +18,12 @@ import streamlit as st
 from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from stacklab.core.build import available_devices
 from stacklab.core.errors import shown
+from stacklab.lab.figures import column_width, fit_title
 from stacklab.lab.keys import is_key
 from stacklab.lab.settings import SETTINGS
+from stacklab.serve.changes import announcement, changed_since, stale_note
 from stacklab.serve.classroom import MAX_LINK_STACK_CHARS, SESSION_TTL_SECONDS
 from stacklab.serve.experiment import Experiment, from_query, to_query
 from stacklab.serve.pool import JobPool
@@ -242,6 +245,7 @@ def show_url_problems() -> None:
         st.warning("Some values in the link could not be used:\n\n"
                    + "\n".join(f"- {plain(p)}" for p in problems[:20]), icon="⚠️")
         st.session_state[URL_PROBLEMS] = []
+    show_automatic_changes()
 
 
 def hidden(field: str) -> bool:
@@ -262,7 +266,9 @@ def bound(widget, field: str, label: str, page: str, **kwargs):
         st.session_state[key] = value
 
     def changed():
-        update(**experiment().changes_for(field, st.session_state[key]))
+        before = experiment()
+        update(**before.changes_for(field, st.session_state[key]))
+        note_automatic_changes(before, field)
 
     widget(label, key=key, on_change=changed, **kwargs)
     return getattr(experiment(), field)
@@ -363,7 +369,7 @@ def show_figures(drawn, key: str) -> None:
         if drawn_figure.score:
             st.markdown(f"**{plain(drawn_figure.score, 300)}**")
         st.caption(plain(drawn_figure.caption, 1000))
-        st.plotly_chart(drawn_figure.figure, key=f"{key}_{index}")
+        st.plotly_chart(fit_title(drawn_figure.figure, column_width(1)), key=f"{key}_{index}")
 
 
 LATEST_RUN = "latest_run"
@@ -410,3 +416,33 @@ def scroll_if_asked() -> None:
         import json
 
         st.html(_SCROLL_SCRIPT % json.dumps(selector), unsafe_allow_javascript=True)
+
+
+AUTOMATIC_CHANGES = "automatic_changes"  # what the last edit changed besides itself
+
+
+def note_automatic_changes(before, edited: str) -> None:
+    """Keep what editing ``edited`` changed besides itself (the preset following T, an
+    input of ``B,T``), for the page to announce on its next run."""
+    note = announcement(before, experiment(), edited)
+    if note:
+        st.session_state[AUTOMATIC_CHANGES] = note
+    else:
+        st.session_state.pop(AUTOMATIC_CHANGES, None)
+
+
+def show_automatic_changes() -> None:
+    """Announce, once, what the last edit changed on its own, before and after."""
+    note = st.session_state.pop(AUTOMATIC_CHANGES, None)
+    if note:
+        st.info(plain(note, 1200), icon=":material/sync_alt:")
+
+
+def show_changed_since(job) -> bool:
+    """Say above a run when it no longer matches the experiment (what changed, old → new);
+    True when it does not."""
+    source = job.run.network.source if job.run is not None else job.trainer.source
+    changes = changed_since(experiment(), source, job.config, available_devices())
+    if changes:
+        st.warning(plain(stale_note(job.key, changes), 1200), icon=":material/history:")
+    return bool(changes)

@@ -14,6 +14,7 @@ from stacklab.core.report import is_branching
 from stacklab.core.resolve import bind_args
 from stacklab.core.shapes import DTYPES
 from stacklab.serve.classroom import MAX_STACK_CHARS, PARAM_BUDGET_BYTES
+from stacklab.serve.changes import holding
 from stacklab.serve.experiment import presets
 from views import share_panel
 
@@ -22,6 +23,7 @@ experiment = app_state.start()
 st.title("Build")
 st.caption("One op per line, `name = op(arg, key=value)`, `#` for comments. Every shape is "
            "resolved before anything runs.")
+st.caption(app_state.plain(holding(experiment), 600))  # which task and preset it holds
 app_state.show_url_problems()
 share_panel.build_note()  # a classroom link that pins the stack: why it is read-only
 app_state.show_pinned(("input", "input_dtype", "dtype"))

@@ -4,7 +4,9 @@ same figures aligned (the session's runs, or stored runs by key; compare=K1,K2 i
 import streamlit as st
 
 import app_state
-from stacklab.lab.compare import MAX_COMPARED, aligned, encoding, table_rows
+from stacklab.lab.compare import (MAX_COMPARED, TABLE_NOTE, aligned_rows, column_help, compared,
+                                  encoding, replaced, table_rows)
+from stacklab.lab.figures import column_width, fit_title
 
 app_state.start()
 st.title("Compare")
@@ -73,7 +75,11 @@ if not entries:
             "compare them here. A link with compare=KEY1,KEY2 opens a comparison.")
     st.stop()
 
-st.dataframe(table_rows(entries), hide_index=True)
+rows = table_rows(entries)  # the run, then what differs between the runs, then the rest
+st.dataframe(rows, hide_index=True, column_config={
+    name: st.column_config.TextColumn(name, help=meaning or None, pinned=name == "run")
+    for name, meaning in column_help(rows).items()})
+st.caption(TABLE_NOTE)
 for run_label, run in entries:
     with st.expander(f"{app_state.plain(run_label, 120)}: the stack"):
         st.code(run.network.source, language=None)
@@ -81,16 +87,27 @@ for run_label, run in entries:
 cache = st.session_state.get("compare_drawn")
 wanted = tuple(run.key for _, run in entries)
 if cache is None or cache[0] != wanted:
-    cache = (wanted, aligned(entries))  # figures as their workers drew them; no tensor read
+    # figures as their workers drew them, and all runs' at once from their metrics: no tensor read
+    cache = (wanted, compared(entries), aligned_rows(entries))
     st.session_state["compare_drawn"] = cache
-for figure_key, title, versions in cache[1]:
-    st.subheader(app_state.plain(title, 200))
-    for index, (column, (run_label, _), version) in enumerate(
-            zip(st.columns(len(entries)), entries, versions)):
+_, together, rows_of_figures = cache
+for index, figure in enumerate(together):
+    st.subheader(app_state.plain(figure.title, 200))
+    st.caption(app_state.plain(figure.caption, 1000))
+    if not figure.skipped:
+        st.plotly_chart(fit_title(figure.figure, column_width(1)), key=f"compare_all_{index}")
+width = column_width(len(entries))
+for row in rows_of_figures:
+    if row.key in replaced(together):
+        continue  # shown above, every run on one plot
+    st.subheader(app_state.plain(row.title, 200))
+    for index, (column, (run_label, _), version, reason) in enumerate(
+            zip(st.columns(len(entries)), entries, row.versions, row.reasons)):
         column.markdown(f"**{app_state.plain(run_label, 120)}**")
-        if version is None:
-            column.caption("Not drawn for this run.")
+        if version is None or version.skipped:
+            why = reason or version.caption.removeprefix("Skipped: ")
+            column.caption(f"Not drawn for this run: {app_state.plain(why, 300)}")
             continue
         if version.score:
             column.markdown(app_state.plain(version.score, 300))
-        column.plotly_chart(version.figure, key=f"compare_{figure_key}_{index}")
+        column.plotly_chart(fit_title(version.figure, width), key=f"compare_{row.key}_{index}")

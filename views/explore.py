@@ -76,6 +76,7 @@ if job is None:
     st.stop()
 
 run = job.run
+app_state.show_changed_since(job)  # a run of an earlier experiment says so, first
 accuracy = run.final["accuracy"]
 shown = f"{accuracy:.1%}" if accuracy is not None else "not measured"
 whose = share_panel.whose_run(job)  # "Your latest run", or the shared run of the link

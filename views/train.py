@@ -3,9 +3,10 @@
 import streamlit as st
 
 import app_state
-from stacklab import TASKS, StackError, Status
+from stacklab import TASKS, StackError, Status, figures
 from stacklab.core.build import available_devices
 from stacklab.core.errors import annotate
+from stacklab.lab.compare import length_rows
 from stacklab.lab.settings import SETTINGS
 from views import share_panel
 
@@ -113,6 +114,7 @@ def status_panel():
         st.info("No run yet: press **Train**.")
         return
     now = current.view(owner)
+    app_state.show_changed_since(current)  # a run of an earlier experiment says so, first
     if now.status == Status.QUEUED:
         st.info(f"Status: **queued** — position {now.position} in the queue "
                 f"({pool.stats()['running']} runs in progress){shared_note(now)}")
@@ -137,13 +139,17 @@ def status_panel():
         left, right = st.columns(2)
         left.plotly_chart(current.curves(now), key=f"train_curves_{now.id}")  # shared
         if now.pattern is not None and not app_state.presenting():  # else it is at the top
-            right.plotly_chart(now.pattern.figure, key=f"train_pattern_{now.id}")
+            right.plotly_chart(figures.fit_title(now.pattern.figure, figures.column_width(2)),
+                               key=f"train_pattern_{now.id}")
             score = f" — {app_state.plain(now.pattern.score, 300)}" if now.pattern.score else ""
             right.caption(f"**{app_state.plain(now.pattern.title, 200)}** at step "
                           f"{now.history[-1]['step']}{score}: "
                           f"{app_state.plain(now.pattern.caption, 1000)}")
     if not now.active and current.run is not None:
         app_state.keep_run(current)
+        if current.config.lengths:  # length generalization, as Explore and Compare show it
+            st.markdown(f"**Length generalization** (trained on T = {current.config.seq_len})")
+            st.dataframe(length_rows(current.run), hide_index=True)
     if not now.active and now.status != Status.FAILED:
         st.page_link("views/explore.py", label="Explore what the table learned",
                      icon=":material/insights:")

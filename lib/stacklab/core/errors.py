@@ -8,6 +8,8 @@ in the manner of lark's and einops' parse errors.
 
 from __future__ import annotations
 
+import difflib
+
 CODES = {
     "E_PARSE": "the text is not a valid stack, or exceeds an input bound",
     "E_UNKNOWN_OP": "no op by that name",
@@ -140,3 +142,40 @@ def _printable(text: str) -> str:
     """The line as it can be shown in a terminal: control characters escaped, long lines cut."""
     text = text[:_SHOWN_LINE_CHARS]
     return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in text)
+
+
+def closest(word: object, options) -> str | None:
+    """The option a mistyped ``word`` most likely meant, or None: the same word in another
+    case ("ALiBi"), a near spelling ("relativ", "nope"), or the one option that shares its
+    first letters ("rotary" for "rope", "rel_bias" for "relative").
+
+    >>> closest("rotary", ["none", "rope", "alibi", "relative"])
+    'rope'
+    >>> closest("ALiBi", ["none", "rope", "alibi"]), closest("xyz", ["none", "rope"])
+    ('alibi', None)
+    """
+    text = str(word).strip().lower()
+    options = [str(option) for option in options]
+    lowered = {option.lower(): option for option in options}
+    if text in lowered:
+        return lowered[text]
+    close = difflib.get_close_matches(text, list(lowered), n=1, cutoff=0.6)
+    if close:
+        return lowered[close[0]]
+    for length in range(min(len(text), 4), 1, -1):  # the longest shared start, if one option has it
+        sharing = [option for low, option in lowered.items() if low[:length] == text[:length]]
+        if len(sharing) == 1:
+            return sharing[0]
+        if sharing:
+            return None
+    return None
+
+
+def choice_problem(name: str, raw: object, options) -> str:
+    """A link value that is not one of ``options``, in words, with the closest option and
+    the value corrected: ``task='shfit' is not one of reverse, shift; did you mean shift?
+    e.g. task=shift``."""
+    options = [str(option) for option in options]
+    problem = f"{name}={shown(raw)} is not one of {', '.join(options)}"
+    close = closest(raw, options)
+    return problem + (f"; did you mean {close}? e.g. {name}={close}" if close else "")

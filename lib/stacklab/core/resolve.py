@@ -19,12 +19,12 @@ from typing import Collection
 
 from torch import nn
 
-from .errors import StackError
+from .errors import StackError, closest
 from .language import Argument, Call, Reference, node_name, parse
 from .network import Network
 from .propagate import propagate
 from .shapes import DTYPE_BYTES, check_dtype, parse_input_shape
-from .spec import Arg, OpSpec, catalog
+from .spec import Arg, OpSpec, catalog, format_value
 
 GiB = 1 << 30
 DEFAULT_BUDGET_BYTES = 4 * GiB  # parameter bytes; the app sets a smaller one
@@ -232,12 +232,11 @@ def _convert(spec: OpSpec, arg: Arg, argument: Argument, call: Call, node: str |
         written = argument.value.text
         raise _arg_error(call, node, f"{arg.name} of {spec.name} must be {_WANTED[arg.type]}, "
                          f"not {written}",
-                         span=argument.value.span, hint=_fix_value(spec, arg, value))
+                         span=argument.value.span, hint=_fix_value(spec, arg, value, call, argument))
     problem = arg.problem(value)
     if problem:
         raise _arg_error(call, node, f"{problem}, not {argument.value.text}", span=argument.value.span,
-                         hint=f"use a value {arg.constraints}, e.g. {_example_call(spec)} "
-                              f"({arg.name}: {arg.description[0].lower()}{arg.description[1:]})")
+                         hint=_range_hint(spec, arg, value, call, argument))
     return value
 
 
@@ -248,8 +247,8 @@ def _convert_reference(spec: OpSpec, arg: Arg, argument: Argument, call: Call,
     value, span = argument.value.value, argument.value.span
     if not arg.is_reference:
         readers = " or ".join(s.signature for s in catalog().values() if s.references)
-        fix = _fix_value(spec, arg, None) if arg.type is bool else (
-            f"write a value, e.g. {_example_call(spec)}")
+        fix = (_fix_value(spec, arg, value.name, call, argument) if arg.type is bool or arg.choices
+               else f"write a value, e.g. {_example_call(spec)}")
         raise _arg_error(call, node, f"{arg.name} of {spec.name} must be {_WANTED[arg.type]}, "
                          f"not {value.name}, which names a node", span=span,
                          hint=f"{fix}; only an argument that reads a node takes a name, as in "
@@ -277,7 +276,10 @@ def _convert_reference(spec: OpSpec, arg: Arg, argument: Argument, call: Call,
     return value.name
 
 
-def _fix_value(spec: OpSpec, arg: Arg, value: object) -> str:
+def _fix_value(spec: OpSpec, arg: Arg, value: object, call: Call | None = None,
+               argument: Argument | None = None) -> str:
+    if arg.choices and call is not None:
+        return _choice_fix(arg, value, call, argument)
     if arg.type is int and isinstance(value, float) and value.is_integer():
         return f"write {int(value)}"
     if arg.type in (int, float) and isinstance(value, str) and _is_number(value):
@@ -285,6 +287,28 @@ def _fix_value(spec: OpSpec, arg: Arg, value: object) -> str:
     if arg.type is bool:
         return f"write {arg.name}=true or {arg.name}=false"
     return f"{arg.name}: {arg.description}"
+
+
+def _range_hint(spec: OpSpec, arg: Arg, value: object, call: Call, argument: Argument) -> str:
+    """How to fix a value outside its range: the call corrected, for a choice (what
+    was meant, when it is clear); an example in range otherwise. Both say what it means."""
+    meaning = f"({arg.name}: {arg.description[0].lower()}{arg.description[1:]})"
+    if arg.choices:
+        return f"{_choice_fix(arg, value, call, argument)} {meaning}"
+    return f"use a value {arg.constraints}, e.g. {_example_call(spec)} {meaning}"
+
+
+def _choice_fix(arg: Arg, value: object, call: Call, argument: Argument) -> str:
+    """``did you mean "rope"? e.g. attention(4, position="rope")``: the closest choice and
+    this very call with it, the other arguments as written (the list when none is close)."""
+    close = closest(value, arg.choices) if isinstance(value, str) else None
+    fixed = close or next((c for c in arg.choices if c != arg.default), arg.choices[0])
+    line, start, end = call.line_text, argument.value.span.col - 1, argument.value.span.end_col - 1
+    example = (line[call.op_span.col - 1:start] + format_value(fixed)
+               + line[end:call.span.end_col - 1])
+    lead = (f"did you mean {format_value(close)}?" if close
+            else f"use one of {', '.join(map(format_value, arg.choices))},")
+    return f"{lead} e.g. {example}"
 
 
 def _is_number(text: str) -> bool:

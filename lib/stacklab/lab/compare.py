@@ -5,6 +5,12 @@ A run here is a `StoredRun` (a folder of the run store, or one written by ``stac
 train --out DIR``): only its ``run.json``, ``metrics.json`` and ``figures.json`` are read,
 never its tensors.
 
+The table leads with what differs between the runs (the encoding, the accuracy inside T,
+the accuracy past T at each longer length), each column named with what it measures
+(`column_help`); the figures of several runs at once (`COMPARED_FIGURES`: every run's
+length curve on one plot) come before the runs' own figures, aligned by key, and a
+figure a run lacks comes with the reason (`aligned_rows`).
+
 >>> import tempfile, stacklab
 >>> from stacklab.lab.store import RunStore
 >>> store = RunStore(tempfile.mkdtemp())
@@ -18,19 +24,43 @@ from __future__ import annotations
 
 import html
 import statistics
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
-from .figures import FIGURES, RunFigure, figure_spec, figures_from_json
+from .figures import (COMPARED_FIGURES, FIGURES, ComparedRun, RunFigure, absent_from_json,
+                      compared_figures, figure_spec, figures_from_json, fit_title)
+from .figures.curves import past_trained
+from .figures.drawing import NO_TABLE
 from .report_html import figure_div, html_page
 
 # Runs the Compare page (and a compare= link) puts side by side: four columns still read.
 # `stacklab compare` takes up to 8, and a sweep's comparison.html shows every run it trained.
 MAX_COMPARED = 4
-WIDE = """
-body { max-width: none; }
-table.runs td, table.runs th { padding: 0.2em 0.8em; text-align: left; border-bottom: 1px solid #ddd; }
-.row { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 1em; }
+HTML_COLUMN = 420  # px: the narrowest column of comparison.html's figures
+WIDE = f"""
+body {{ max-width: none; }}
+div.scroll {{ overflow-x: auto; }}
+table.runs td, table.runs th {{ padding: 0.2em 0.8em; text-align: left; border-bottom: 1px solid #ddd; white-space: nowrap; }}
+table.runs th:first-child, table.runs td:first-child {{ position: sticky; left: 0; background: #fff; }}
+.row {{ display: grid; grid-template-columns: repeat(auto-fit, minmax({HTML_COLUMN}px, 1fr)); gap: 1em; }}
 """
+INSIDE = "accuracy inside T"
+PAST = "accuracy past T at {length}"
+HELP = {
+    "run": "the run: its task, encoding, seed, trained length T and key",
+    "encoding": "the position encodings of the stack (a learned table, sin_pos, or "
+                "attention's own position=)",
+    INSIDE: "held-out accuracy at the trained length T, over all its positions",
+    PAST: "held-out accuracy at length {length} on the positions T and beyond only, which "
+          "training never saw (the plot's 'overall' counts every position); 'beyond "
+          "capacity': a table too short for {length}; '—': not evaluated there",
+    "pattern score": "the task's pattern score of the trained run (at init in brackets)",
+    "T": "the trained length (seq_len)",
+    "steps": "optimizer steps taken",
+    "key": "the run's key (its first 12 characters)",
+}
+# the columns in their order when nothing differs; what differs between runs goes first
+ORDER = ("encoding", INSIDE, PAST, "pattern score", "task", "T", "seed", "steps", "status")
+NOT_STORED = "not drawn when this run was stored (an older version drew fewer figures)"
 
 
 def encoding(network) -> str:
@@ -60,10 +90,9 @@ def summary(run) -> dict:
     lengths = {}
     for length, entry in metrics.get("length_generalization", {}).items():
         if "per_position" in entry:
-            # positions no sequence labels (induction's last one) are null: left out
-            past = [value for value in entry["per_position"][T:] if value is not None]
+            past = past_trained(entry, T)  # positions no sequence labels are left out
             lengths[length] = {"accuracy": entry["accuracy"],
-                               "past_T": round(sum(past) / len(past), 6) if past else None}
+                               "past_T": None if past is None else round(past, 6)}
         else:
             lengths[length] = {"error": entry["error"]}
     return {"key": run.key, "task": run.task.name, "status": str(run.status),
@@ -80,29 +109,66 @@ def comparison(entries: Sequence[tuple[str, object]]) -> dict:
     return {"runs": [{"label": label, **summary(run)} for label, run in entries]}
 
 
-def _figures(run) -> list[RunFigure]:
+def _figures(run) -> tuple[list[RunFigure], dict[str, str]]:
+    """A run's figures and why each one left out is, as its worker stored them (drawn
+    from its tensors, once, for a run stored without them)."""
     drawn = run.figures()
     found = figures_from_json(drawn) if drawn is not None else None
-    if found is None:  # stored without figures: drawn from its tensors once
-        from .figures import run_figures
+    if found is not None:
+        return found, absent_from_json(drawn)
+    from .figures import absent_reasons, run_figures
 
-        found = run_figures(run.load())
-    return found
+    loaded = run.load()
+    return run_figures(loaded), absent_reasons(loaded)
+
+
+class AlignedRow(NamedTuple):
+    """One figure across the runs: its key and title, each run's version (None where the
+    run lacks it) and, where it lacks it, why."""
+
+    key: str
+    title: str
+    versions: list[RunFigure | None]
+    reasons: list[str | None]
+
+
+def aligned_rows(entries: Sequence[tuple[str, object]]) -> list[AlignedRow]:
+    """Figure by figure, in the catalog's order, matched by `FigureSpec.key`. A figure
+    declared to line up with another (`FigureSpec.aligns_with`, e.g. a table-less stack's
+    attention by position alone) shares that figure's row and title. A run that lacks a
+    figure says why, as its worker stored it ("no attention in this stack")."""
+    row_of = {spec.key: spec.aligns_with or spec.key for spec in FIGURES}
+    found = [_figures(run) for _, run in entries]
+    drawn = [{row_of.get(figure.key, figure.key): figure for figure in figures}
+             for figures, _ in found]
+    absent = [why for _, why in found]
+    keys = [spec.key for spec in FIGURES if any(spec.key in d for d in drawn)]
+    # keys this version's catalog lacks (a figures.json a newer version wrote) go last
+    keys += sorted({key for d in drawn for key in d} - set(keys))
+    return [AlignedRow(key, _row_title(key, drawn), [d.get(key) for d in drawn],
+                       [None if key in d else _reason(key, run, why)
+                        for d, (_, run), why in zip(drawn, entries, absent)])
+            for key in keys]
 
 
 def aligned(entries: Sequence[tuple[str, object]]
             ) -> list[tuple[str, str, list[RunFigure | None]]]:
-    """Figure by figure, in the catalog's order: ``(key, title, [each run's figure or
-    None])``, matched by `FigureSpec.key`. A figure declared to line up with another
-    (`FigureSpec.aligns_with`, e.g. a table-less stack's attention by position alone)
-    shares that figure's row and title."""
-    row_of = {spec.key: spec.aligns_with or spec.key for spec in FIGURES}
-    drawn = [{row_of.get(figure.key, figure.key): figure for figure in _figures(run)}
-             for _, run in entries]
-    keys = [spec.key for spec in FIGURES if any(spec.key in d for d in drawn)]
-    # keys this version's catalog lacks (a figures.json a newer version wrote) go last
-    keys += sorted({key for d in drawn for key in d} - set(keys))
-    return [(key, _row_title(key, drawn), [d.get(key) for d in drawn]) for key in keys]
+    """`aligned_rows` without the reasons: ``(key, title, [each run's figure or None])``."""
+    return [(row.key, row.title, row.versions) for row in aligned_rows(entries)]
+
+
+def _reason(key: str, run, absent: dict[str, str]) -> str:
+    """Why ``run`` has no figure in row ``key``: the reason of the figure of that row that
+    fits the run (one for a table, when it has a table; one for a stack without)."""
+    has_table = bool(run.position_nodes)
+    row = [spec for spec in FIGURES if (spec.aligns_with or spec.key) == key]
+    row.sort(key=lambda spec: spec.needs_table != has_table)
+    found = next((absent[spec.key] for spec in row if spec.key in absent), None)
+    if found is not None:
+        return found
+    if row and not has_table and all(spec.needs_table for spec in row):
+        return NO_TABLE
+    return NOT_STORED
 
 
 def _row_title(key: str, drawn: list[dict[str, RunFigure]]) -> str:
@@ -110,6 +176,18 @@ def _row_title(key: str, drawn: list[dict[str, RunFigure]]) -> str:
         return figure_spec(key).title
     except KeyError:  # the title it was drawn with
         return next(d[key].title for d in drawn if key in d)
+
+
+def compared(entries: Sequence[tuple[str, object]]) -> list[RunFigure]:
+    """The figures of all the runs at once (`COMPARED_FIGURES`), from their metrics."""
+    return compared_figures([ComparedRun(label, run.config.seq_len, run.metrics())
+                             for label, run in entries])
+
+
+def replaced(figures: Sequence[RunFigure]) -> set[str]:
+    """The keys of the runs' own figures that the drawn figures of all runs stand for."""
+    return {spec.replaces for spec in COMPARED_FIGURES for figure in figures
+            if figure.key == spec.key and not figure.skipped and spec.replaces}
 
 
 def _percent(value) -> str:
@@ -120,25 +198,46 @@ def _number(value, digits: int = 2) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def _row(label: str, found: dict) -> dict[str, str]:
+    pattern = found["pattern"]
+    row = {"run": label, "encoding": found["encoding"], INSIDE: _percent(found["final_accuracy"]),
+           "pattern score": (f"{pattern['name'].replace('_', ' ')} {_number(pattern['value'])} "
+                             f"(init {_number(pattern['init'])})" if pattern.get("name") else "—"),
+           "task": found["task"], "T": str(found["seq_len"]), "seed": str(found["seed"]),
+           "steps": str(found["steps"]), "status": found["status"]}
+    for length, entry in found["length_generalization"].items():
+        if int(length) > found["seq_len"]:  # positions past the trained length exist
+            row[PAST.format(length=length)] = ("beyond capacity" if "error" in entry
+                                               else _percent(entry["past_T"]))
+    return row
+
+
 def table_rows(entries: Sequence[tuple[str, object]]) -> list[dict[str, str]]:
-    """One row of words per run: its label, settings and scores (the Compare page's table)."""
-    rows = []
-    for label, run in entries:
-        found = summary(run)
-        pattern = found["pattern"]
-        row = {"run": label, "encoding": found["encoding"], "task": found["task"],
-               "T": str(found["seq_len"]),
-               "seed": str(found["seed"]), "steps": str(found["steps"]),
-               "status": found["status"], "accuracy": _percent(found["final_accuracy"]),
-               "pattern": (f"{pattern['name'].replace('_', ' ')} {_number(pattern['value'])} "
-                           f"(init {_number(pattern['init'])})" if pattern.get("name") else "—")}
-        for length, entry in found["length_generalization"].items():
-            if int(length) > found["seq_len"]:  # positions past the trained length exist
-                row[f"accuracy past T at {length}"] = ("beyond capacity" if "error" in entry
-                                                       else _percent(entry["past_T"]))
-        row["key"] = found["key"][:12]
-        rows.append(row)
-    return rows
+    """One row of words per run (the Compare page's table): the run, then the columns that
+    differ between the runs (the encoding, the accuracy inside T and past T at each length,
+    ...), then those that are the same, and the key last; every row has every column."""
+    found = [_row(label, summary(run)) for label, run in entries]
+    keys = [run.key[:12] for _, run in entries]
+    past = sorted({name for row in found for name in row if name.startswith("accuracy past")},
+                  key=lambda name: int(name.rsplit(" ", 1)[1]))
+    names = [name for column in ORDER for name in (past if column == PAST else [column])]
+    differ = [name for name in names if len({row.get(name, "—") for row in found}) > 1]
+    order = ["run", *differ, *(name for name in names if name not in differ), "key"]
+    return [{name: row.get(name, key if name == "key" else "—") for name in order}
+            for row, key in zip(found, keys)]
+
+
+def column_help(rows: Sequence[dict[str, str]]) -> dict[str, str]:
+    """What each column of `table_rows` measures, for a header's tooltip."""
+    names = dict.fromkeys(name for row in rows for name in row)
+    return {name: (HELP[PAST].format(length=name.rsplit(" ", 1)[1])
+                   if name.startswith("accuracy past") else HELP.get(name, ""))
+            for name in names}
+
+
+TABLE_NOTE = ("accuracy inside T: held-out, at the trained length. accuracy past T at L: at "
+              "length L, only the positions the training never reached (T and beyond); the "
+              "plot's \"overall\" counts every position of a length.")
 
 
 def spread(values: Sequence[float]) -> str:
@@ -150,33 +249,69 @@ def spread(values: Sequence[float]) -> str:
     return f"{statistics.mean(values):.2f} ± {deviation:.2f}"
 
 
-def comparison_html(entries: Sequence[tuple[str, object]], title: str = "stacklab comparison",
-                    preface: str = "") -> str:
-    """One self-contained page: the table of `table_rows`, then every figure with the runs'
-    versions side by side (plotly.js inlined once). ``preface``: HTML put before the table."""
+def _table_html(entries: Sequence[tuple[str, object]]) -> str:
     esc = html.escape
     rows = table_rows(entries)
-    columns = list(dict.fromkeys(name for row in rows for name in row))
-    head = "".join(f"<th>{esc(name)}</th>" for name in columns)
-    body = "".join("<tr>" + "".join(f"<td>{esc(row.get(name, ''))}</td>" for name in columns)
-                   + "</tr>" for row in rows)
-    parts = [f"<h1>{esc(title)}</h1>", preface,
-             f"<table class='runs'><tr>{head}</tr>{body}</table>"]
+    helps = column_help(rows)
+    head = "".join(f"<th title='{esc(helps[name])}'>{esc(name)}</th>" for name in helps)
+    body = "".join("<tr>" + "".join(f"<td>{esc(row[name])}</td>" for name in helps) + "</tr>"
+                   for row in rows)
+    return (f"<div class='scroll'><table class='runs'><tr>{head}</tr>{body}</table></div>"
+            f"<p class='note'>{esc(TABLE_NOTE)}</p>")
+
+
+def comparison_html(entries: Sequence[tuple[str, object]], title: str = "stacklab comparison",
+                    preface: str = "") -> str:
+    """One self-contained page: the table of `table_rows`, the figures of all runs at once,
+    then every figure with the runs' versions side by side, and the reason where a run
+    lacks one (plotly.js inlined once). ``preface``: HTML put before the table."""
+    esc = html.escape
+    parts = [f"<h1>{esc(title)}</h1>", preface, _table_html(entries)]
     for label, run in entries:
         parts.append(f"<details><summary>{esc(label)}: the stack</summary>"
                      f"<pre class='source'>{esc(run.network.source)}</pre></details>")
+    together = compared(entries)
     first = True
-    for _, figure_title, versions in aligned(entries):
+    for figure in together:
+        body = f"<p>{esc(figure.caption)}</p>"
+        if not figure.skipped:
+            body += figure_div(fit_title(figure.figure, 1000), with_plotlyjs=first)
+            first = False
+        parts.append(f"<section class='figure'><h2>{esc(figure.title)}</h2>{body}</section>")
+    for row in aligned_rows(entries):
+        if row.key in replaced(together):
+            continue
         cells = []
-        for (label, _), version in zip(entries, versions):
-            if version is None:
-                cells.append(f"<div><p><strong>{esc(label)}</strong>: not drawn for this run"
-                             "</p></div>")
+        for (label, _), version, reason in zip(entries, row.versions, row.reasons):
+            if version is None or version.skipped:
+                why = reason or version.caption.removeprefix("Skipped: ")
+                cells.append(f"<div><p><strong>{esc(label)}</strong>: not drawn for this run: "
+                             f"{esc(why)}</p></div>")
                 continue
-            div = figure_div(version.figure, with_plotlyjs=first)
+            div = figure_div(fit_title(version.figure, HTML_COLUMN), with_plotlyjs=first)
             first = False
             score = f"<p class='score'>{esc(version.score)}</p>" if version.score else ""
             cells.append(f"<div><p><strong>{esc(label)}</strong></p>{score}{div}</div>")
-        parts.append(f"<section class='figure'><h2>{esc(figure_title)}</h2>"
+        parts.append(f"<section class='figure'><h2>{esc(row.title)}</h2>"
                      f"<div class='row'>{''.join(cells)}</div></section>")
     return html_page(title, parts, style=WIDE)
+
+
+def length_rows(run) -> list[dict[str, str]]:
+    """One run's length generalization as rows of words, one per evaluated length: its
+    held-out accuracy over every position and past T alone (the Train page's table)."""
+    T = run.config.seq_len
+    found = run.metrics().get("length_generalization", {})
+    rows = []
+    for length, entry in sorted(found.items(), key=lambda item: int(item[0])):
+        if "error" in entry:
+            rows.append({"length": length, "accuracy overall": "—", "accuracy past T": "—",
+                         "note": f"not measured: {entry['error']}"})
+            continue
+        past = past_trained(entry, T) if int(length) > T else None
+        rows.append({"length": length, "accuracy overall": _percent(entry["accuracy"]),
+                     "accuracy past T": _percent(past),
+                     "note": "the trained length" if int(length) == T else
+                             "shorter than T: no positions past it" if int(length) < T else
+                             f"positions {T}-{int(length) - 1} were never trained"})
+    return rows

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Callable
 
 from ..core.build import DEVICES, available_devices
-from ..core.errors import StackError, shown
+from ..core.errors import StackError, choice_problem, shown
 from ..core.shapes import COMPUTE_DTYPES
 from .tasks import TASKS, get_task
 
@@ -111,7 +111,7 @@ class Setting:
         if self.choices:
             if raw in self.choices:
                 return raw, None
-            return None, f"{self.name}={shown(raw)} is not one of {', '.join(self.choices)}"
+            return None, choice_problem(self.name, raw, self.choices)
         if self.optional and raw.strip().lower() in ("", "none"):
             return None, None
         if self.items:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, make_dataclass, replace
 from typing import Callable, Mapping, Sequence
 
-from ..core.errors import shown
+from ..core.errors import choice_problem, closest, shown
 from ..core.shapes import DTYPES
 from ..lab.settings import SETTINGS, TrainConfig
 from ..lab.tasks import TASKS
@@ -53,7 +53,7 @@ def _choice(name: str, options: Sequence[str]):
     def parse(raw: str):
         if raw in options:
             return raw, None
-        return None, f"{name}={shown(raw)} is not one of {', '.join(options)}"
+        return None, choice_problem(name, raw, options)
     return parse
 
 
@@ -163,9 +163,13 @@ def _hide(raw: str):
     names = tuple(dict.fromkeys(n.strip() for n in raw.split(",") if n.strip()))
     unknown = [n for n in names if n not in HIDEABLE]
     if unknown:
+        meant = {n: closest(n, HIDEABLE) for n in unknown}
+        fixed = [meant.get(n, n) for n in names if meant.get(n, n)]
+        guess = (f"; did you mean {', '.join(m for m in meant.values() if m)}? e.g. "
+                 f"hide={','.join(dict.fromkeys(fixed))}" if any(meant.values()) else "")
         return (tuple(n for n in names if n in HIDEABLE),
-                f"hide: unknown control(s) {', '.join(shown(n) for n in unknown[:5])}; known: "
-                f"{', '.join(HIDEABLE)}")
+                f"hide: unknown control(s) {', '.join(shown(n) for n in unknown[:5])}{guess}; "
+                f"known: {', '.join(HIDEABLE)}")
     return names, None
 
 

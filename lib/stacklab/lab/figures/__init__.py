@@ -8,7 +8,8 @@ marked wherever it matters: rows ``>= T`` of a table never take part in training
 The package: `style` (what all figures share), `heatmaps` (position against position),
 `rows` (a mark per row), `curves` (along steps or positions), `catalog`, the figures of
 a run declared as data (`FIGURES`, each named by its key, with `captions` for the longer
-words), and `drawing`, which loops over them (`run_figures`, `figures_of_table`) and
+words and `context` for what they are given; `COMPARED_FIGURES`, those of several runs
+at once), and `drawing`, which loops over them (`run_figures`, `figures_of_table`) and
 stores what it drew (`figures_json`).
 
 Large tables are sent compactly: a heatmap is zoomed on its first `MAX_CELLS` rows, never
@@ -21,16 +22,19 @@ so a 2048-row heatmap is well under 2 MB.
 True
 """
 
-from .catalog import FIGURES, FigureContext, FigureSpec, OnTable, RunFigure, TableContext, figure_spec
-from .drawing import (figure_entry, figure_from_entry, figures_from_json, figures_json,
-                      figures_of_table, pattern_figure, run_figures)
+from .catalog import (COMPARED_FIGURES, FIGURES, ComparedRun, FigureContext, FigureSpec, OnTable,
+                      RunFigure, TableContext, figure_spec)
+from .drawing import (absent_from_json, absent_reasons, compared_figures, figure_entry,
+                      figure_from_entry, figures_from_json, figures_json, figures_of_table,
+                      pattern_figure, run_figures)
 from .curves import (cosine_by_distance_plot, length_generalization_plot, length_probe_plot,
-                     offset_scores_plot, training_curves)
+                     lengths_compared_plot, offset_scores_plot, training_curves)
 from .heatmaps import (attention_heatmap, attention_snapshot_heatmaps, learned_vs_sinusoidal,
                        positional_attention_heatmap, query_key_heatmap, rows_alone_heatmap,
                        similarity_heatmap, sinusoidal_resemblance, snapshot_heatmaps)
 from .rows import drift_plot, grad_norm_plot, pca_plot
-from .style import ANIMATION_CELLS, MAX_CELLS, MAX_FRAMES, MAX_TABLE_ROWS
+from .style import (ANIMATION_CELLS, MAX_CELLS, MAX_FRAMES, MAX_TABLE_ROWS, column_width,
+                    fit_title, wrap_title)
 
 __all__ = ["similarity_heatmap", "query_key_heatmap", "positional_attention_heatmap",
            "attention_heatmap", "snapshot_heatmaps", "grad_norm_plot", "drift_plot", "pca_plot",
@@ -41,4 +45,6 @@ __all__ = ["similarity_heatmap", "query_key_heatmap", "positional_attention_heat
            "attention_snapshot_heatmaps", "rows_alone_heatmap", "sinusoidal_resemblance",
            "RunFigure", "FigureSpec", "FigureContext", "FIGURES", "figure_spec", "OnTable",
            "TableContext", "figures_of_table", "MAX_CELLS", "ANIMATION_CELLS",
-           "MAX_FRAMES", "MAX_TABLE_ROWS"]
+           "MAX_FRAMES", "MAX_TABLE_ROWS", "COMPARED_FIGURES", "ComparedRun", "compared_figures",
+           "absent_reasons", "absent_from_json", "lengths_compared_plot", "fit_title",
+           "wrap_title", "column_width"]

@@ -6,34 +6,33 @@ Adding a figure is one declaration here: a key, a title, when it applies, a capt
 the function that draws it, each given the run's `FigureContext`, and, when the figure
 needs only the table, how a table from a file shows it (`OnTable`, given a `TableContext`).
 Tasks, Compare and pages name a figure by its key (`figure_spec`), never by its title.
+A figure that does not apply says why (`FigureSpec.why_not`), so Compare can say it
+where another run has it. A figure of several runs at once is a `ComparedFigureSpec` in
+`COMPARED_FIGURES`, given the runs as `ComparedRun`s (the Compare page and
+``comparison.html`` both show it). What the functions are given lives in `context`.
 """
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Sequence
 
 import plotly.graph_objects as go
-import torch
 
-from ...core.errors import StackError
 from .. import analysis
-from .. import heads as head_analysis
 from ..tasks import TASKS
 from .captions import (attention_score, drift_score, grad_score, head_scores_caption,
                        heads_caption, held_out_score, largest_head_score, lengths_caption,
                        lengths_score, probe_caption, probe_score, rows_alone_caption,
                        without_table_score)
 from .curves import (cosine_by_distance_plot, length_generalization_plot, length_probe_plot,
-                     offset_scores_plot, training_curves)
+                     lengths_compared_plot, offset_scores_plot, training_curves)
 from .heatmaps import (attention_heatmap, attention_snapshot_heatmaps, learned_vs_sinusoidal,
                        positional_attention_heatmap, rows_alone_heatmap, similarity_heatmap,
                        sinusoidal_resemblance, snapshot_heatmaps)
 from .heads import head_scores_heatmaps, heads_attention_grid
 from .rows import drift_plot, grad_norm_plot, pca_plot
-from .style import MAX_TABLE_ROWS
+from .context import FigureContext, TableContext
 
 
 class RunFigure(NamedTuple):
@@ -48,168 +47,6 @@ class RunFigure(NamedTuple):
     score: str = ""
     key: str = ""  # empty for a figure not drawn from the catalog
     skipped: bool = False
-
-
-class FigureContext:
-    """What the figures of one run share, each part computed once (on first use)."""
-
-    def __init__(self, run, node: str | None):
-        self.run = run
-        self.node = node  # the position table shown (None: the run has none)
-        self.T = run.config.seq_len
-
-    @cached_property
-    def table(self):
-        """The table's first rows (a huge table is cut to `MAX_TABLE_ROWS`): ``[N, D]``."""
-        return self.run.table(self.node)[:MAX_TABLE_ROWS]
-
-    @cached_property
-    def scores(self) -> dict:
-        """`analysis.position_table_scores` of the table shown."""
-        return self.run.position_table_scores()[self.node]
-
-    def score(self, name: str) -> str:
-        if name == "pattern" and self.run.initial_scores:
-            return analysis.score_text(self.pattern_only, name)  # the live figure: cheap
-        return analysis.score_text(self.scores, name)
-
-    @cached_property
-    def pattern_only(self) -> dict:
-        """The task's pattern score alone (trained and at init), in the form of `scores`:
-        what the live pattern figure shows at each evaluation, without every other score."""
-        init = self.run.initial_scores.get(self.node, {})
-        entry = {"pattern": {"name": self.run.task.pattern_score, "value": None,
-                             "init": init.get("pattern")}}
-        try:
-            entry["pattern"]["value"] = analysis.pattern_score(self.run.task, self.run.model,
-                                                               self.node, self.T)
-        except StackError as err:
-            entry["skipped"] = {"pattern": err.message}
-        return entry
-
-    @cached_property
-    def positional_attention(self):
-        """`analysis.positional_attention` of the table (None when no attention follows);
-        raises `StackError` when the rows cannot reach the attention."""
-        return analysis.positional_attention(self.run, self.node)
-
-    @property
-    def has_attention(self) -> bool:
-        return analysis.attention_after(self.run.model, self.node) is not None
-
-    @cached_property
-    def attention_map(self):
-        """`analysis.attention_map`: (weights, number of sequences)."""
-        return analysis.attention_map(self.run, self.node)
-
-    @property
-    def has_any_attention(self) -> bool:
-        return bool(self.run.model.layers("attention"))
-
-    @cached_property
-    def head_scores(self) -> dict:
-        """`Run.head_scores`: every head of every attention, trained and at init."""
-        return self.run.head_scores()
-
-    @property
-    def head_sequences(self) -> int:
-        return head_analysis.head_sequences(self.run.config)
-
-    @cached_property
-    def one_sequence(self):
-        """`heads.one_sequence_attention`: the first held-out sequence and every head's
-        weights on it."""
-        return head_analysis.one_sequence_attention(self.run)
-
-    @property
-    def copy_note(self) -> str:
-        """The copy length of the sequence shown, for a task whose sequences repeat."""
-        lengths = self.run.task.copy_lengths
-        return f" (copy length L = {int(lengths(self.one_sequence[0][None])[0])})" if lengths else ""
-
-    @cached_property
-    def without_table(self):
-        """`analysis.attention_without_table` (for a stack with no position table)."""
-        return analysis.attention_without_table(self.run)
-
-    @property
-    def position_markers(self) -> str:
-        """What tells positions apart in a stack without a table, in words."""
-        name = self.without_table[0]
-        nodes = self.run.network.nodes
-        earlier = nodes[:[n.name for n in nodes].index(name)]
-        before = [n.op for n in earlier if n.spec.encodes_positions is not None
-                  and n.spec.role != "position_table" and n.spec.encodes_positions(n.args)]
-        found = [f"the {op} before the attention" for op in dict.fromkeys(before)]
-        if self.attention_position != "none":
-            found.append(f"position=\"{self.attention_position}\" inside it")
-        if self.run.model.get_submodule(name).causal:
-            found.append("the causal mask")
-        return " and ".join(found) if found else "nothing (so every position looks alike)"
-
-    @property
-    def attention_position(self) -> str:
-        name = self.without_table[0]
-        return getattr(self.run.model.get_submodule(name), "position", "none")
-
-    @cached_property
-    def probe(self) -> analysis.LengthProbe:
-        """The length probe (`analysis.length_probe`); `StackError` when it does not apply."""
-        return analysis.length_probe(self.run)
-
-    @property
-    def spare_rows(self) -> bool:
-        """Does every position table have rows past T (something for the length probe)?"""
-        return all(self.run.model.get_submodule(n).max_len > self.T
-                   for n in self.run.position_nodes)
-
-    @property
-    def untrained_note(self) -> str:
-        return (f"; rows ≥ {self.T} (past the dashed lines) were never trained"
-                if self.table.shape[0] > self.T else "")
-
-    @property
-    def look_for(self) -> str:
-        task = self.run.task
-        if not task.mixing:
-            return f"What to look for: {task.pattern}"
-        return ("In this task positions must find each other, so the pattern shows in the "
-                "attention maps below; the rows themselves need not look alike.")
-
-    @property
-    def table_pattern(self) -> bool:
-        """Is the task's pattern score one of the rows alone (not of attention or the head)?"""
-        return self.run.task.pattern_score in ("period_contrast", "distance_rank")
-
-
-@dataclass(frozen=True)
-class TableContext:
-    """What the figures of a table from a file share (`stacklab.lab.tables`): no model, no
-    task, no training; its scores come from `stacklab.lab.tables.table_scores`."""
-
-    name: str  # what the figures call the table ("wpe")
-    values: torch.Tensor  # the whole table, [N, D]
-    scores: dict  # `table_scores` of it
-
-    @property
-    def rows(self) -> int:
-        """The rows scored (the first ones), which the PCA and the sinusoid look at."""
-        return self.scores["rows_scored"]
-
-    @property
-    def shown(self) -> torch.Tensor:
-        """The table's first rows (a huge table is cut to `MAX_TABLE_ROWS`)."""
-        return self.values[:MAX_TABLE_ROWS]
-
-    @property
-    def title_name(self) -> str:
-        """The name as a plotly title shows it: plotly reads tags (<a href>, <b>) there."""
-        return html.escape(self.name, quote=False)
-
-    def score(self, name: str, label: str) -> str:
-        """``"monotonicity 0.85"``; empty when the score does not apply (too few rows)."""
-        value = self.scores[name]
-        return f"{label} {value:.2f}" if value is not None else ""
 
 
 @dataclass(frozen=True)
@@ -236,10 +73,18 @@ class FigureSpec:
     caption: Callable[[FigureContext], str]
     draw: Callable[[FigureContext], go.Figure]
     applies: Callable[[FigureContext], bool] = lambda ctx: True
+    # why the figure is left out when it does not apply, in words ("no attention in this
+    # stack"); a figure that needs a table and meets a stack without one says so itself
+    why_not: Callable[[FigureContext], str] = lambda ctx: "it does not apply to this run"
     needs_table: bool = True  # only for runs with a learned position table
     score: Callable[[FigureContext], str] = lambda ctx: ""
     aligns_with: str | None = None  # Compare shows it in the row of this key (default: its own)
     on_table: OnTable | None = None  # also drawn for a table from a file
+
+
+def _no_attention_or(reason: str, ctx: FigureContext) -> str:
+    """Why a figure of a table-less stack is left out: ``reason`` when the stack has a table."""
+    return reason if ctx.run.position_nodes else "no attention in this stack"
 
 
 FIGURES: tuple[FigureSpec, ...] = (
@@ -249,12 +94,14 @@ FIGURES: tuple[FigureSpec, ...] = (
                     "training went on.",
         lambda ctx: training_curves(ctx.run.history, ctx.run.train_loss),
         applies=lambda ctx: bool(ctx.run.history), needs_table=False,
+        why_not=lambda ctx: "no held-out evaluation was recorded",
         score=lambda ctx: f"final held-out accuracy {ctx.run.final['accuracy']:.1%}"),
     FigureSpec(
         "length_generalization", "Length generalization",
         lambda ctx: lengths_caption(ctx.run),
         lambda ctx: length_generalization_plot(ctx.run.length_generalization, ctx.T),
         applies=lambda ctx: bool(ctx.run.length_generalization), needs_table=False,
+        why_not=lambda ctx: "the run was not evaluated at other lengths (eval_lengths empty)",
         score=lambda ctx: lengths_score(ctx.run)),
     FigureSpec(
         "attention_without_table", "Attention by position alone (no table)",
@@ -267,6 +114,7 @@ FIGURES: tuple[FigureSpec, ...] = (
             title=f"Attention by position alone in {ctx.without_table[0]} (position="
                   f"\"{ctx.attention_position}\"), tokens averaged out"),
         applies=lambda ctx: not ctx.run.position_nodes and ctx.without_table is not None,
+        why_not=lambda ctx: _no_attention_or("this stack has a learned position table", ctx),
         needs_table=False,
         score=lambda ctx: without_table_score(ctx.run),
         aligns_with="attention_by_position"),  # Compare: beside the other runs' map
@@ -278,6 +126,8 @@ FIGURES: tuple[FigureSpec, ...] = (
         lambda ctx: offset_scores_plot(ctx.without_table[2], ctx.without_table[0],
                                        ctx.attention_position),
         applies=lambda ctx: not ctx.run.position_nodes and ctx.without_table is not None,
+        why_not=lambda ctx: _no_attention_or("only for a stack without a learned position table",
+                                             ctx),
         needs_table=False),
     FigureSpec(
         "cosine", "Cosine similarity of the rows",
@@ -299,6 +149,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         lambda ctx: cosine_by_distance_plot(ctx.scores["cosine_by_distance"]["value"],
                                             ctx.scores["cosine_by_distance"]["init"], ctx.node),
         applies=lambda ctx: ctx.T > 2,
+        why_not=lambda ctx: f"T = {ctx.T} is too short for distances",
         score=lambda ctx: ctx.score("monotonicity"),
         on_table=OnTable(
             lambda table: "The mean cosine of all row pairs the same distance apart.",
@@ -323,6 +174,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         rows_alone_caption,
         lambda ctx: rows_alone_heatmap(analysis.rows_alone_scores(ctx.run, ctx.node), ctx.node),
         applies=lambda ctx: ctx.run.task.pattern_score == "rows_decoded",
+        why_not=lambda ctx: f"only for a task read from each row alone (not {ctx.run.task.name})",
         score=lambda ctx: ctx.score("pattern")),
     FigureSpec(
         "attention_by_position", "Attention by position alone",
@@ -331,6 +183,7 @@ FIGURES: tuple[FigureSpec, ...] = (
                     f"key projections (rows sum to 1). What to look for: {ctx.run.task.pattern}",
         lambda ctx: positional_attention_heatmap(ctx.positional_attention, ctx.node),
         applies=lambda ctx: ctx.has_attention,
+        why_not=lambda ctx: "no attention after the position table",
         score=attention_score),
     FigureSpec(
         "attention_during_training", "Attention by position during training",
@@ -338,6 +191,7 @@ FIGURES: tuple[FigureSpec, ...] = (
                     "slider to watch the positions find their partners.",
         lambda ctx: attention_snapshot_heatmaps(ctx.run, ctx.node),
         applies=lambda ctx: len(ctx.run.attention_snapshots.get(ctx.node, ())) > 1,
+        why_not=lambda ctx: "fewer than two snapshots of the attention were kept (a short run)",
         score=attention_score),
     FigureSpec(
         "attention_held_out", "Attention on held-out data",
@@ -346,25 +200,29 @@ FIGURES: tuple[FigureSpec, ...] = (
                     "its partner by position.",
         lambda ctx: attention_heatmap(*ctx.attention_map),
         applies=lambda ctx: ctx.has_attention,
+        why_not=lambda ctx: "no attention after the position table",
         score=held_out_score),
     FigureSpec(
         "heads_attention", "Attention by layer and head",
         heads_caption,
         lambda ctx: heads_attention_grid(*ctx.one_sequence, ctx.head_scores, ctx.copy_note),
         applies=lambda ctx: ctx.has_any_attention, needs_table=False,
+        why_not=lambda ctx: "no attention in this stack",
         score=largest_head_score),
     FigureSpec(
         "head_scores", "Head scores",
         head_scores_caption,
         lambda ctx: head_scores_heatmaps(ctx.head_scores),
         applies=lambda ctx: ctx.has_any_attention, needs_table=False,
+        why_not=lambda ctx: "no attention in this stack",
         score=largest_head_score),
     FigureSpec(
         "similarity_during_training", "Similarity during training",
         lambda ctx: "The cosine heatmap at snapshots taken during training: press play or drag "
                     "the slider to watch the pattern form from random rows.",
         lambda ctx: snapshot_heatmaps(ctx.run, ctx.node),
-        applies=lambda ctx: len(ctx.run.snapshots.get(ctx.node, ())) > 1),
+        applies=lambda ctx: len(ctx.run.snapshots.get(ctx.node, ())) > 1,
+        why_not=lambda ctx: "fewer than two snapshots of the table were kept (a short run)"),
     FigureSpec(
         "gradient", "Gradient per row",
         lambda ctx: "The gradient norm each row received, summed over all steps: only the "
@@ -397,6 +255,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         lambda ctx: "The same on three principal components: drag to rotate.",
         lambda ctx: pca_plot(ctx.table, ctx.T, 3),
         applies=lambda ctx: ctx.table.shape[1] >= 3,
+        why_not=lambda ctx: "the table has fewer than 3 columns",
         on_table=OnTable(lambda table: "The same on three principal components.",
                          lambda table: pca_plot(table.shown[:table.rows], None, 3))),
     FigureSpec(
@@ -404,6 +263,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         probe_caption,
         lambda ctx: length_probe_plot(ctx.probe),
         applies=lambda ctx: ctx.spare_rows,
+        why_not=lambda ctx: f"the table has no rows past T = {ctx.T}: nothing to probe",
         score=probe_score),
     FigureSpec(
         "learned_vs_sinusoidal", "Learned vs sinusoidal",
@@ -413,6 +273,7 @@ FIGURES: tuple[FigureSpec, ...] = (
                     "look alike). r: how alike the two maps are (1: the same pattern).",
         lambda ctx: learned_vs_sinusoidal(ctx.table, ctx.T),
         applies=lambda ctx: ctx.T > 2,
+        why_not=lambda ctx: f"T = {ctx.T} is too short to compare",
         score=lambda ctx: f"resemblance to the sinusoid r = "
                           f"{sinusoidal_resemblance(ctx.table[:ctx.T]):.2f}",
         on_table=OnTable(
@@ -420,6 +281,48 @@ FIGURES: tuple[FigureSpec, ...] = (
                           "size.",
             lambda table: learned_vs_sinusoidal(table.values[:table.rows], table.rows),
             lambda table: table.score("sinusoid_resemblance", "resemblance to the sinusoid r ="))),
+)
+
+
+class ComparedRun(NamedTuple):
+    """One run as a figure of several runs sees it (Compare): its label, its trained length
+    and its ``metrics.json``."""
+
+    label: str
+    seq_len: int
+    metrics: dict
+
+
+@dataclass(frozen=True)
+class ComparedFigureSpec:
+    """A figure of several runs at once, for the Compare page and ``comparison.html``: its
+    key, title, caption and drawing, each given the `ComparedRun`s; when it applies and why
+    not; and the figure of one run that it stands for there (``replaces``: Compare shows
+    this one in place of that figure's row of panels)."""
+
+    key: str
+    title: str
+    caption: Callable[[Sequence[ComparedRun]], str]
+    draw: Callable[[Sequence[ComparedRun]], go.Figure]
+    applies: Callable[[Sequence[ComparedRun]], bool]
+    why_not: Callable[[Sequence[ComparedRun]], str]
+    replaces: str | None = None
+
+
+COMPARED_FIGURES: tuple[ComparedFigureSpec, ...] = (
+    ComparedFigureSpec(
+        "lengths_compared", "Length generalization: every run on one plot",
+        lambda runs: "Held-out accuracy at each position of each evaluated length, every run "
+                     "in its colour and each length in its dash. Positions past the dashed "
+                     "line at T were never trained; the legend gives a longer length's "
+                     "accuracy past T (the table's \"past T\" columns) and over all of its "
+                     "positions (\"overall\").",
+        lambda runs: lengths_compared_plot([(run.label, run.seq_len,
+                                             run.metrics.get("length_generalization", {}))
+                                            for run in runs]),
+        applies=lambda runs: any(run.metrics.get("length_generalization") for run in runs),
+        why_not=lambda runs: "no run was evaluated at other lengths (eval_lengths empty)",
+        replaces="length_generalization"),
 )
 
 _BY_KEY = {spec.key: spec for spec in FIGURES}

@@ -3,6 +3,8 @@ and the cosine by distance."""
 
 from __future__ import annotations
 
+import html
+import math
 from typing import Sequence
 
 import numpy as np
@@ -53,7 +55,7 @@ def length_generalization_plot(found: dict[str, dict], trained_len: int) -> go.F
     for index, (length, entry) in enumerate(sorted(measured)):
         fig.add_trace(go.Scatter(
             x=np.arange(length, dtype=np.int32), y=as_float32(entry["per_position"]),
-            mode="lines", name=f"length {length}: {entry['accuracy']:.0%}",
+            mode="lines", name=_length_words(length, entry, trained_len),
             line=dict(color=palette[index % len(palette)], width=3 if length == trained_len else 1.5),
             hovertemplate=f"length {length}<br>position %{{x}}<br>accuracy %{{y:.1%}}<extra></extra>"))
     refused = [length for length, entry in found.items() if "error" in entry]
@@ -110,6 +112,21 @@ def cosine_by_distance_plot(trained: Sequence[float], init: Sequence[float] | No
     return fig
 
 
+def loss_axis(values: Sequence[float]) -> dict:
+    """A loss axis whose labels read: log scale with ticks at 1, 10, 100 (and 2, 5 between
+    them when the losses span two decades or less), or a linear axis when they span less
+    than one; plotly's own log ticks label every digit ("1 9 8 7 6 5 4 3 2")."""
+    positive = [float(v) for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not positive or max(positive) < 10 * min(positive):
+        return dict(title_text="cross-entropy", type="linear", rangemode="tozero")
+    low, high = math.floor(math.log10(min(positive))), math.ceil(math.log10(max(positive)))
+    steps = (1, 2, 5) if high - low <= 2 else (1,)
+    ticks = [step * 10.0 ** power for power in range(low, high + 1) for step in steps]
+    ticks = [tick for tick in ticks if min(positive) / 2 <= tick <= max(positive) * 2]
+    return dict(title_text="cross-entropy (log scale)", type="log", tickvals=ticks,
+                ticktext=[f"{tick:g}" for tick in ticks])
+
+
 def training_curves(history: Sequence[dict], train_loss: Sequence[tuple[int, float]] | None = None
                     ) -> go.Figure:
     """Held-out loss (log scale) and accuracy against the step; the training loss optionally."""
@@ -133,10 +150,55 @@ def training_curves(history: Sequence[dict], train_loss: Sequence[tuple[int, flo
                              line=dict(color=TRAINED_COLOR),
                              hovertemplate="step %{x}<br>accuracy %{y:.1%}<extra></extra>"),
                   row=2, col=1)
-    fig.update_yaxes(title_text="cross-entropy (log scale)", type="log", exponentformat="e",
-                     row=1, col=1)
+    losses = [entry["loss"] for entry in history] + [loss for _, loss in train_loss or ()]
+    fig.update_yaxes(**loss_axis(losses), row=1, col=1)
     fig.update_yaxes(title_text="accuracy", range=[0, 1.05], tickformat=".0%", row=2, col=1)
     fig.update_xaxes(title_text="training step", row=2, col=1)
     fig.update_layout(title=dict(text="Training curves"), height=HEIGHT,
                       legend=dict(orientation="h", y=-0.15))
     return fig
+
+
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+
+
+def past_trained(entry: dict, trained_len: int) -> float | None:
+    """The mean accuracy of one length's positions ``>= trained_len`` (positions no
+    sequence labels, null, left out); None when there are none."""
+    past = [value for value in entry.get("per_position", ())[trained_len:] if value is not None]
+    return sum(past) / len(past) if past else None
+
+
+def lengths_compared_plot(series: Sequence[tuple[str, int, dict[str, dict]]]) -> go.Figure:
+    """Every run's accuracy per position at each evaluated length on one plot: one colour
+    per run, one dash per length, each run's trained length marked. ``series``: (label,
+    trained length T, `Run.length_generalization`) per run. A legend entry says both numbers
+    of a longer length: the accuracy past T and over all its positions."""
+    fig = go.Figure()
+    lengths = sorted({int(length) for _, _, found in series for length in found})
+    for index, (label, T, found) in enumerate(series):
+        color, shown = PALETTE[index % len(PALETTE)], html.escape(label, quote=False)
+        for length, entry in sorted((int(k), v) for k, v in found.items() if "per_position" in v):
+            fig.add_trace(go.Scatter(
+                x=np.arange(length, dtype=np.int32), y=as_float32(entry["per_position"]),
+                mode="lines", name=f"{shown} · {_length_words(length, entry, T)}",
+                line=dict(color=color, dash=DASHES[lengths.index(length) % len(DASHES)],
+                          width=2.5 if length == T else 1.8),
+                hovertemplate=f"run {index + 1}, length {length}<br>position %{{x}}<br>accuracy "
+                              "%{y:.1%}<extra></extra>"))
+    for T in sorted({T for _, T, found in series if any(int(k) > T for k in found)}):
+        mark_trained_len(fig, T, horizontal=False)
+    fig.update_layout(title=dict(text="Accuracy per position at each length, every run "
+                                      "(colour: run; dash: length)"),
+                      xaxis_title="position in the sequence",
+                      yaxis=dict(title="held-out accuracy", range=[0, 1.05], tickformat=".0%"),
+                      height=HEIGHT + 60, legend=dict(orientation="h", y=-0.18))
+    return fig
+
+
+def _length_words(length: int, entry: dict, trained_len: int) -> str:
+    """A legend entry: ``length 32: 80.4% past T, 87.0% overall`` (overall alone at T or less)."""
+    past = past_trained(entry, trained_len) if length > trained_len else None
+    overall = f"{entry['accuracy']:.1%} overall"
+    return f"length {length}: " + (f"{past:.1%} past T, {overall}" if past is not None else overall)

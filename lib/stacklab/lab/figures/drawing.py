@@ -9,12 +9,15 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from ...core.errors import StackError
-from .catalog import FIGURES, FigureContext, FigureSpec, OnTable, RunFigure, TableContext, figure_spec
+from .catalog import (COMPARED_FIGURES, FIGURES, ComparedRun, FigureContext, FigureSpec, OnTable,
+                      RunFigure, TableContext, figure_spec)
+from .style import fit_title
 
 # The pattern figure when the task's own does not apply or cannot be drawn, and the one of a
 # stack without a position table (`pattern_figure`).
 PATTERN_FALLBACK = "cosine"
 PATTERN_WITHOUT_TABLE = "attention_without_table"
+NO_TABLE = "no learned position table (pos_embed) in this stack"  # why its figures are left out
 
 
 def _context(run, node: str | None) -> FigureContext:
@@ -41,7 +44,7 @@ def _drawn(spec: FigureSpec, ctx, how: FigureSpec | OnTable | None = None) -> Ru
     when the stack cannot give it."""
     how = how or spec
     try:
-        figure = how.draw(ctx)
+        figure = fit_title(how.draw(ctx))  # a long title wraps, at the width a notebook draws
         return RunFigure(spec.title, how.caption(ctx), figure, how.score(ctx), spec.key)
     except StackError as err:
         reason = err.message.rstrip(".")
@@ -78,7 +81,10 @@ def run_figures(run, node: str | None = None) -> list[RunFigure]:
     table; the length probe needs spare rows past T. A figure the stack cannot give is
     skipped in place, with its reason.
     """
-    ctx = _context(run, node)
+    return _figures(_context(run, node))
+
+
+def _figures(ctx: FigureContext) -> list[RunFigure]:
     return [_drawn(spec, ctx) for spec in FIGURES if _applies(spec, ctx)]
 
 
@@ -92,13 +98,18 @@ def figures_json(run) -> dict:
     """Every figure of ``run``, for each of its position tables, and its pattern figure, as
     plotly JSON (``{"pattern": entry | None, "nodes": {node: [entry, ...]}}``, each entry
     ``[title, caption, json, score, key, skipped]``, node ``""`` for a run without a
-    table): what a worker stores with a run, so the server that shows it draws nothing
-    and reads none of its tensors (`figures_from_json`)."""
+    table), and why each figure left out is (``"absent": {node: {key: reason}}``): what a
+    worker stores with a run, so the server that shows it draws nothing and reads none of
+    its tensors (`figures_from_json`, `absent_from_json`)."""
 
     pattern = pattern_figure(run)
-    return {"pattern": figure_entry(pattern) if pattern is not None else None,
-            "nodes": {node: [figure_entry(f) for f in run_figures(run, node)]
-                      for node in run.position_nodes or [""]}}
+    stored = {"pattern": figure_entry(pattern) if pattern is not None else None, "nodes": {},
+              "absent": {}}
+    for node in run.position_nodes or [""]:
+        ctx = _context(run, node)  # one context per table: what its figures share, computed once
+        stored["nodes"][node] = [figure_entry(figure) for figure in _figures(ctx)]
+        stored["absent"][node] = _absent(ctx)
+    return stored
 
 
 def figure_entry(figure: RunFigure) -> list:
@@ -143,3 +154,36 @@ def _keyed(title: str, caption: str, figure: str, score: str = "") -> list | Non
     key = _KEY_OF_TITLE.get(title)
     return (None if key is None else
             [title, caption, figure, score, key, caption.startswith("Skipped: ")])
+
+
+def absent_reasons(run, node: str | None = None) -> dict[str, str]:
+    """Why each figure of `FIGURES` that `run_figures` leaves out for ``node`` is left out,
+    by key ("no attention in this stack"): Compare says so where another run has it."""
+    return _absent(_context(run, node))
+
+
+def _absent(ctx: FigureContext) -> dict[str, str]:
+    return {spec.key: NO_TABLE if spec.needs_table and ctx.node is None else spec.why_not(ctx)
+            for spec in FIGURES if not _applies(spec, ctx)}
+
+
+def absent_from_json(drawn: dict, node: str | None = None) -> dict[str, str]:
+    """The `absent_reasons` that `figures_json` stored for ``node`` (default: the first);
+    empty for figures an older version stored without them."""
+    found = drawn.get("absent", {})
+    return (found.get(node) if node is not None else next(iter(found.values()), None)) or {}
+
+
+def compared_figures(runs: list[ComparedRun]) -> list[RunFigure]:
+    """Every figure of `COMPARED_FIGURES` for ``runs``, in order; one that does not apply
+    is skipped in place with its reason (`RunFigure.skipped`)."""
+    drawn = []
+    for spec in COMPARED_FIGURES:
+        if spec.applies(runs):
+            figure = fit_title(spec.draw(runs))
+            drawn.append(RunFigure(spec.title, spec.caption(runs), figure, "", spec.key))
+        else:
+            reason = spec.why_not(runs)
+            drawn.append(RunFigure(spec.title, f"Skipped: {reason}.", _skipped(spec.title, reason),
+                                   "", spec.key, skipped=True))
+    return drawn

@@ -4,6 +4,8 @@ as base64)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import plotly.graph_objects as go
 import torch
@@ -97,3 +99,63 @@ def similarity_colors(kind: str, z: np.ndarray, limit: float | None = None) -> d
     if limit is None:
         limit = float(np.abs(z).max()) or 1.0
     return dict(colorscale="RdBu_r", zmin=-limit, zmax=limit, colorbar=dict(title=dict(text="dot")))
+
+
+# Title wrapping. Plotly never wraps a title: one longer than its figure is cut at both
+# edges. The app's pages are laid out in a wide page whose content is about PAGE_WIDTH px
+# (Streamlit's layout="wide" in a 1400-px window), in one, two or four columns.
+PAGE_WIDTH = 1100  # px of a page's content
+DRAWN_WIDTH = 700  # px: a figure outside the app (plotly's default, Jupyter, report.html)
+TITLE_FONT = 17  # px: plotly's default title size
+_CHAR_WIDTH = 0.58  # an average character of the title font, in font sizes (wide side)
+_TITLE_LINE = 24  # px a title line needs in the top margin
+_ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-fA-F]+|[A-Za-z]+);")
+_TAG = re.compile(r"<[^>]*>")
+
+
+def column_width(columns: int = 1, page: int = PAGE_WIDTH) -> int:
+    """The width in px of one of ``columns`` equal columns of a page."""
+    return max(200, page // max(1, columns) - 16 * (columns > 1))
+
+
+def _shown_length(word: str) -> int:
+    """How many characters a word of a title shows: an entity (``&lt;``) is one, a tag none."""
+    return len(_ENTITY.sub("x", _TAG.sub("", word)))
+
+
+def wrap_title(text: str, width: int, font: int = TITLE_FONT) -> str:
+    """``text`` with ``<br>`` between words wherever a line would pass ``width`` px.
+
+    The text is plotly title text, already HTML-escaped: it breaks only at spaces, so
+    an entity (``&amp;``) or a tag stays whole, and counts an entity as one character.
+    A ``<br>`` already in it (one this function put there) is undone first, so wrapping
+    again for another width gives the same result as wrapping once.
+
+    >>> wrap_title("Attention by position alone in n1 (position=&quot;rope&quot;)", 300)
+    'Attention by position alone<br>in n1 (position=&quot;rope&quot;)'
+    """
+    per_line = max(12, int(0.9 * width / (font * _CHAR_WIDTH)))
+    lines, line, used = [], [], 0
+    for word in text.replace("<br>", " ").split():
+        size = _shown_length(word)
+        if line and used + 1 + size > per_line:
+            lines.append(" ".join(line))
+            line, used = [], 0
+        used += size + (1 if line else 0)
+        line.append(word)
+    return "<br>".join(lines + [" ".join(line)] if line else lines)
+
+
+def fit_title(fig: go.Figure, width: int = DRAWN_WIDTH) -> go.Figure:
+    """Wrap ``fig``'s title for a figure ``width`` px wide and give the lines room in the
+    top margin (in place; idempotent). Returns ``fig``."""
+    title = fig.layout.title.text
+    if not title:
+        return fig
+    wrapped = wrap_title(title, width, fig.layout.title.font.size or TITLE_FONT)
+    lines = wrapped.count("<br>") + 1
+    if wrapped != title:
+        fig.update_layout(title_text=wrapped)
+    if lines > 2 or fig.layout.margin.t is not None:
+        fig.update_layout(margin_t=40 + _TITLE_LINE * lines)
+    return fig
