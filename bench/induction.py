@@ -68,7 +68,10 @@ def row_of(metrics: dict, seed: int, wall: float | None = None) -> dict:
     for name, (value, init) in head_scores(metrics).items():
         row[name], row[f"{name}_init"] = value, init
     for length, entry in metrics.get("length_generalization", {}).items():
-        row[f"accuracy_at_{length}"] = entry.get("accuracy")
+        row[f"accuracy_at_{length}"] = entry.get("accuracy")  # every labelled position
+        past = [value for value in entry.get("per_position", [])[metrics["seq_len"]:]
+                if value is not None]  # only the positions past the trained length
+        row[f"past_T_at_{length}"] = round(statistics.mean(past), 6) if past else None
     return row
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 
@@ -129,3 +130,29 @@ def test_compare_takes_the_start_of_a_key_as_shown(tmp_path, cli):
     found = json.loads((tmp_path / "c" / "comparison.json").read_text())
     assert found["runs"][0]["key"] == run.key
     assert stacklab.open_run(run.key[:12]).final == run.final
+
+
+def test_the_table_gives_each_layers_best_head_and_a_table_less_stacks_pattern(tmp_path):
+    """Induction runs side by side: a column per layer and per-head score (the best head's
+    value, its init in brackets), and the pattern score of a stack without a table taken
+    from its heads (it has no table to score)."""
+    from stacklab.lab.compare import column_help, table_rows
+
+    store = RunStore(tmp_path)
+    rope = (Path(__file__).parent.parent / "examples" / "induction" / "rope.txt").read_text()
+    entries = []
+    for label, source in (("learned", None), ("rope", rope)):
+        run = stacklab.train(source, task="induction", steps=20, seed=0)
+        store.save(run)
+        entries.append((label, store.open(run.key)))
+    rows = table_rows(entries)
+    for row, (_, stored) in zip(rows, entries):
+        attention = stored.metrics()["attention"]
+        layer_2 = next(block for block in attention.values() if block["layer"] == 2)
+        best = max(head["induction"]["value"] for head in layer_2["heads"])
+        assert row["layer 2 induction"].startswith(f"{best:.2f} (init ")
+        assert row["layer 1 previous token"] != "—"
+        assert row["pattern score"].startswith("induction ")
+    assert "attention layer 2" in column_help(rows)["layer 2 induction"]
+    names = list(rows[0])  # the head columns differ between the runs: before the task's
+    assert names.index("layer 1 previous token") < names.index("layer 2 induction") < names.index("task")

@@ -23,6 +23,7 @@ figure a run lacks comes with the reason (`aligned_rows`).
 from __future__ import annotations
 
 import html
+import re
 import statistics
 from typing import NamedTuple, Sequence
 
@@ -45,6 +46,8 @@ table.runs th:first-child, table.runs td:first-child {{ position: sticky; left: 
 """
 INSIDE = "accuracy inside T"
 PAST = "accuracy past T at {length}"
+HEAD = "layer {layer} {score}"  # the best head of an attention layer by one score
+_HEAD = re.compile(r"layer (?P<layer>\d+) (?P<score>[a-z ]+)")
 HELP = {
     "run": "the run: its task, encoding, seed, trained length T and key",
     "encoding": "the position encodings of the stack (a learned table, sin_pos, or "
@@ -54,12 +57,14 @@ HELP = {
           "training never saw (the plot's 'overall' counts every position); 'beyond "
           "capacity': a table too short for {length}; '—': not evaluated there",
     "pattern score": "the task's pattern score of the trained run (at init in brackets)",
+    HEAD: "the largest {score} score among the heads of attention layer {layer}, on held-out "
+          "sequences (that head at init in brackets)",
     "T": "the trained length (seq_len)",
     "steps": "optimizer steps taken",
     "key": "the run's key (its first 12 characters)",
 }
 # the columns in their order when nothing differs; what differs between runs goes first
-ORDER = ("encoding", INSIDE, PAST, "pattern score", "task", "T", "seed", "steps", "status")
+ORDER = ("encoding", INSIDE, PAST, "pattern score", HEAD, "task", "T", "seed", "steps", "status")
 NOT_STORED = "not drawn when this run was stored (an older version drew fewer figures)"
 
 
@@ -86,6 +91,8 @@ def summary(run) -> dict:
         pattern = metrics.get("attention_by_position", {}).get("pattern",
                                                                {"name": None, "value": None,
                                                                 "init": None})
+    if not pattern.get("name"):  # no table: a per-head pattern score (induction's) if any
+        pattern = _pattern_of_heads(metrics, run.task.pattern_score) or pattern
     T = run.config.seq_len
     lengths = {}
     for length, entry in metrics.get("length_generalization", {}).items():
@@ -101,6 +108,7 @@ def summary(run) -> dict:
             "final_accuracy": run.final["accuracy"],
             "pattern": pattern,
             "scores": {node: table["scores"] for node, table in tables.items()},
+            "heads": best_heads(metrics),
             "length_generalization": lengths}
 
 
@@ -198,6 +206,28 @@ def _number(value, digits: int = 2) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def _pattern_of_heads(metrics: dict, score: str) -> dict | None:
+    """The pattern score ``score`` as the largest of every head's (SPEC §19: induction's),
+    or None when no head has that score."""
+    heads = [head[score] for block in metrics.get("attention", {}).values()
+             for head in block["heads"] if score in head]
+    best = max(heads, key=lambda found: found["value"], default=None)
+    return None if best is None else {"name": score, **best}
+
+
+def best_heads(metrics: dict) -> dict[str, dict]:
+    """The best head of each attention layer by each per-head score (SPEC §19), from
+    ``metrics["attention"]``: ``{"layer 2 induction": {"value", "init", "head"}, ...}``."""
+    found = {}
+    for block in metrics.get("attention", {}).values():
+        heads = block["heads"]
+        for score in dict.fromkeys(name for head in heads for name in head):
+            best = max(range(len(heads)), key=lambda h: heads[h].get(score, {}).get("value", -1))
+            name = HEAD.format(layer=block["layer"], score=score.replace("_", " "))
+            found[name] = {**heads[best][score], "head": best}
+    return found
+
+
 def _row(label: str, found: dict) -> dict[str, str]:
     pattern = found["pattern"]
     row = {"run": label, "encoding": found["encoding"], INSIDE: _percent(found["final_accuracy"]),
@@ -205,6 +235,8 @@ def _row(label: str, found: dict) -> dict[str, str]:
                              f"(init {_number(pattern['init'])})" if pattern.get("name") else "—"),
            "task": found["task"], "T": str(found["seq_len"]), "seed": str(found["seed"]),
            "steps": str(found["steps"]), "status": found["status"]}
+    for name, best in found["heads"].items():
+        row[name] = f"{_number(best['value'])} (init {_number(best['init'])})"
     for length, entry in found["length_generalization"].items():
         if int(length) > found["seq_len"]:  # positions past the trained length exist
             row[PAST.format(length=length)] = ("beyond capacity" if "error" in entry
@@ -220,7 +252,10 @@ def table_rows(entries: Sequence[tuple[str, object]]) -> list[dict[str, str]]:
     keys = [run.key[:12] for _, run in entries]
     past = sorted({name for row in found for name in row if name.startswith("accuracy past")},
                   key=lambda name: int(name.rsplit(" ", 1)[1]))
-    names = [name for column in ORDER for name in (past if column == PAST else [column])]
+    heads = sorted({name for row in found for name in row if _HEAD.fullmatch(name)},
+                   key=lambda name: (int(name.split()[1]), name))
+    grouped = {PAST: past, HEAD: heads}
+    names = [name for column in ORDER for name in grouped.get(column, [column])]
     differ = [name for name in names if len({row.get(name, "—") for row in found}) > 1]
     order = ["run", *differ, *(name for name in names if name not in differ), "key"]
     return [{name: row.get(name, key if name == "key" else "—") for name in order}
@@ -230,9 +265,12 @@ def table_rows(entries: Sequence[tuple[str, object]]) -> list[dict[str, str]]:
 def column_help(rows: Sequence[dict[str, str]]) -> dict[str, str]:
     """What each column of `table_rows` measures, for a header's tooltip."""
     names = dict.fromkeys(name for row in rows for name in row)
-    return {name: (HELP[PAST].format(length=name.rsplit(" ", 1)[1])
-                   if name.startswith("accuracy past") else HELP.get(name, ""))
-            for name in names}
+    def meaning(name: str) -> str:
+        if name.startswith("accuracy past"):
+            return HELP[PAST].format(length=name.rsplit(" ", 1)[1])
+        head = _HEAD.fullmatch(name)
+        return HELP[HEAD].format(**head.groupdict()) if head else HELP.get(name, "")
+    return {name: meaning(name) for name in names}
 
 
 TABLE_NOTE = ("accuracy inside T: held-out, at the trained length. accuracy past T at L: at "
