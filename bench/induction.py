@@ -198,7 +198,7 @@ def runs_table(rows: list[dict], columns: list[str]) -> str:
 
 
 def sweep_table(found: dict) -> str:
-    columns = ["L2_induction", "L1_previous_token", "accuracy", "accuracy_at_24"]
+    columns = ["L2_induction", "L1_previous_token", "accuracy", "accuracy_at_24", "past_T_at_24"]
     lines = ["| encoding | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for name, rows in found["runs"].items():
         lines.append(f"| {name} | " + " | ".join(spread([r.get(c) for r in rows])
