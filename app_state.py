@@ -23,7 +23,8 @@ from stacklab.core.errors import shown
 from stacklab.lab.figures import column_width, fit_title
 from stacklab.lab.keys import is_key
 from stacklab.lab.settings import SETTINGS
-from stacklab.serve.changes import announcement, changed_since, stale_note
+from stacklab.serve.changes import (announcement, changed_since, preset_announcement,
+                                    stale_note)
 from stacklab.serve.classroom import MAX_LINK_STACK_CHARS, SESSION_TTL_SECONDS
 from stacklab.serve.experiment import Experiment, from_query, to_query
 from stacklab.serve.pool import JobPool
@@ -429,6 +430,14 @@ def note_automatic_changes(before, edited: str) -> None:
         st.session_state[AUTOMATIC_CHANGES] = note
     else:
         st.session_state.pop(AUTOMATIC_CHANGES, None)
+
+
+def note_preset_changes(before, label: str) -> None:
+    """Keep what choosing the preset ``label`` set besides the stack (its steps, lr, …),
+    for the page to announce on its next run."""
+    note = preset_announcement(label, before, experiment())
+    if note:
+        st.session_state[AUTOMATIC_CHANGES] = note
 
 
 def show_automatic_changes() -> None:

@@ -100,3 +100,18 @@ def test_compare_leads_with_the_result_and_says_why_a_figure_is_missing(rope_and
     assert "Not drawn for this run: no learned position table (pos_embed) in this stack" in captions
     assert "Not drawn for this run." not in captions  # every skip says why
     assert "overall" in captions and "past T" in captions
+
+
+def test_choosing_a_preset_on_build_says_which_training_settings_it_set():
+    """A preset brings its own steps: choosing one after raising Steps on Train says so,
+    with before and after, instead of resetting Steps silently."""
+    from stacklab.serve.experiment import presets
+
+    [label] = [name for name in presets() if name.startswith("Task shift")]
+    at = app(task="shift")
+    at.switch_page("views/train.py").run()
+    at.number_input(key="train_steps").set_value(600).run()
+    at.switch_page("views/build.py").run()
+    at.selectbox(key="build_preset").set_value(label).run()
+    steps = presets()[label]["steps"]
+    assert f"The preset Task shift also set: steps 600 → {steps}." in texts(at, "info")

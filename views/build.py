@@ -34,7 +34,9 @@ PRESETS = presets()
 def apply_preset():
     label = st.session_state.get("build_preset")
     if label in PRESETS:
+        before = app_state.experiment()
         app_state.update(**PRESETS[label])
+        app_state.note_preset_changes(before, label)  # its steps, lr, …: said, not silent
     st.session_state["build_preset"] = None  # so the same preset can be chosen again
 
 

@@ -112,6 +112,16 @@ def announcement(before: Experiment, after: Experiment, edited: str) -> str | No
     return f"{edit} also changed " + "; and ".join(parts) + "."
 
 
+def preset_announcement(label: str, before: Experiment, after: Experiment) -> str | None:
+    """What choosing the preset ``label`` changed besides the stack and its input (the
+    preset's own training settings, e.g. its steps), each before and after; None when it
+    changed nothing else."""
+    others = [change for change in differences(before, after)
+              if change.field not in ("stack", "input", "input_dtype")]
+    name = label.split(":", 1)[0]  # "Task shift", not its whole description
+    return f"The preset {name} also set: {listed(others)}." if others else None
+
+
 def changed_since(experiment: Experiment, source: str, config: TrainConfig,
                   devices: Sequence[str]) -> list[Change]:
     """What differs between ``experiment`` and the run trained from ``source`` with
