@@ -7,13 +7,13 @@ readers at once, is tested on its own first."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import queue
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from stacklab.serve import ray_runs  # noqa: E402 - after the skip: it imports Ray
+from test_ray import wait_until as wait_until_in_time  # noqa: E402
 
 STEPS = 300  # a run of a second or two on an idle machine: long enough to be followed live
 ENDLESS = 100_000  # a run that ends only by a stop
@@ -183,13 +184,8 @@ def trainings(server: AppServer) -> int:
     return server.ask(do="stats")["trainings"]
 
 
-def wait_until(predicate, timeout=300.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached")
+# test_ray's wait, more patient: these runs train in a second app server's actor
+wait_until = functools.partial(wait_until_in_time, timeout=300.0)
 
 
 def test_every_reader_gets_the_whole_stream_with_only_the_newest_figure():
