@@ -142,6 +142,11 @@ class Server:
         """Runs the pool trained (its log says "training run KEY" for each)."""
         return self.log.read_text().count("stacklab.pool INFO training run ")
 
+    def training_seconds(self) -> list[float]:
+        """Each finished training's own wall time, from the pool's log ("... in 2.91 s")."""
+        return [float(s) for s in re.findall(r"INFO run \w+ finished: \d+ steps in ([\d.]+) s",
+                                             self.log.read_text())]
+
     def stored(self) -> int:
         return len(RunStore(self.runs).keys()) if self.runs.exists() else 0
 
@@ -228,13 +233,16 @@ class AgentStudent(threading.Thread):
         self.seconds: float | None = None
         self.status = "waiting"
         self.requests = 0
+        self.latencies: list[float] = []  # seconds each agent request took
         self.session: str | None = None
         self.snapshot: dict = {}
 
     def ask(self, **body) -> dict:
         if self.session:
             body["session_id"] = self.session
+        asked = time.monotonic()
         self.snapshot = interact(self.base, body)
+        self.latencies.append(time.monotonic() - asked)
         self.session = self.snapshot.get("session_id", self.session)
         self.requests += 1
         return self.snapshot
@@ -383,6 +391,8 @@ def crowd(server: Server, queries: list[dict], browser_query: dict | None,
         "server_cpu_per_session_s": round((server.cpu() - cpu) / sessions, 3),
         "load_test_cpu_s": round(time.process_time() - own_cpu, 1),
         "agent_requests": sum(s.requests for s in students),
+        "agent_request_s": distribution([t for s in students for t in s.latencies]),
+        "training_s": distribution(server.training_seconds()[trained:]),
     }
     if browser is not None and browser.status != "finished":
         report["browser_error"] = browser.status

@@ -274,7 +274,45 @@ def test_training_curves_follow_history(modular):
     assert fig.layout.yaxis.type == "log"
     without = figures.training_curves(modular.history)
     assert [trace.name for trace in without.data] == names[1:]
+    for drawn in (fig, without):  # drawn without plotly's check: what it would make of it
+        assert go.Figure(drawn.to_dict()).to_dict() == drawn.to_dict()
+    fig.update_yaxes(title_text="changed", row=2, col=1)  # its subplot grid is there
+    assert fig.layout.yaxis2.title.text == "changed"
 
+
+
+def test_a_shared_figure_hands_out_one_dict_until_it_changes(reverse):
+    fresh = figures.training_curves(reverse.history, reverse.train_loss)
+    fig = figures.shared(fresh)
+    assert isinstance(fig, go.Figure) and fig.to_dict() == fresh.to_dict()
+    assert fig.to_dict() is fig.to_dict()  # no deep copy per page that shows it
+    twin = go.Figure(fresh)
+    changes = [lambda f: f.update_layout(title_text="changed"),
+               lambda f: setattr(f.layout.title, "text", "set"),
+               lambda f: f.add_trace(go.Scatter(x=[1], y=[2])),
+               lambda f: setattr(f.data[0], "name", "renamed"),
+               lambda f: f.update_yaxes(range=[0, 2], row=2, col=1),
+               lambda f: setattr(f, "data", f.data[:2]),
+               lambda f: f.add_vline(x=3),
+               lambda f: figures.fit_title(f, 200)]
+    for change in changes:
+        change(fig)
+        change(twin)
+        assert fig.to_dict() == twin.to_dict()
+    with fig.batch_update():
+        fig.layout.height = 300
+    assert fig.to_dict()["layout"]["height"] == 300
+    fig.frames = [go.Frame(data=[go.Scatter(x=[0], y=[0])])]
+    fig.frames[0].name = "first"  # plotly does not watch frames: never kept
+    assert fig.to_dict()["frames"][0]["name"] == "first"
+
+
+def test_figures_read_back_from_json_are_shared_and_equal_the_drawn_ones(reverse):
+    drawn = figures.run_figures(reverse)
+    back = figures.figures_from_json(json.loads(json.dumps(figures.figures_json(reverse))))
+    assert all(isinstance(f.figure, figures.SharedFigure) for f in back)
+    assert [json.loads(f.figure.to_json()) for f in back] == [
+        json.loads(f.figure.to_json()) for f in drawn]
 
 # --- everything for a run, and the HTML report ------------------------------------------
 

@@ -33,8 +33,8 @@ from .heatmaps import (attention_heatmap, attention_snapshot_heatmaps, learned_v
                        positional_attention_heatmap, query_key_heatmap, rows_alone_heatmap,
                        similarity_heatmap, sinusoidal_resemblance, snapshot_heatmaps)
 from .rows import drift_plot, grad_norm_plot, pca_plot
-from .style import (ANIMATION_CELLS, MAX_CELLS, MAX_FRAMES, MAX_TABLE_ROWS, column_width,
-                    fit_title, wrap_title)
+from .style import (ANIMATION_CELLS, MAX_CELLS, MAX_FRAMES, MAX_TABLE_ROWS, SharedFigure,
+                    column_width, fit_title, shared, wrap_title)
 
 __all__ = ["similarity_heatmap", "query_key_heatmap", "positional_attention_heatmap",
            "attention_heatmap", "snapshot_heatmaps", "grad_norm_plot", "drift_plot", "pca_plot",
@@ -47,4 +47,4 @@ __all__ = ["similarity_heatmap", "query_key_heatmap", "positional_attention_heat
            "TableContext", "figures_of_table", "MAX_CELLS", "ANIMATION_CELLS",
            "MAX_FRAMES", "MAX_TABLE_ROWS", "COMPARED_FIGURES", "ComparedRun", "compared_figures",
            "absent_reasons", "absent_from_json", "lengths_compared_plot", "fit_title",
-           "wrap_title", "column_width"]
+           "wrap_title", "column_width", "SharedFigure", "shared"]

@@ -3,6 +3,8 @@ and the cosine by distance."""
 
 from __future__ import annotations
 
+import copy
+import functools
 import html
 import math
 from typing import Sequence
@@ -127,11 +129,24 @@ def loss_axis(values: Sequence[float]) -> dict:
                 ticktext=[f"{tick:g}" for tick in ticks])
 
 
-def training_curves(history: Sequence[dict], train_loss: Sequence[tuple[int, float]] | None = None
-                    ) -> go.Figure:
-    """Held-out loss (log scale) and accuracy against the step; the training loss optionally."""
+@functools.cache
+def _curves_grid() -> dict:
+    """The training curves' two rows of plots sharing one step axis, made by make_subplots
+    once: a figure per evaluation of every run the server follows would spend half its
+    time there."""
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=("loss", "held-out accuracy"))
+    return {**fig.to_dict(), "_grid_str": fig._grid_str, "_grid_ref": fig._grid_ref}
+
+
+def training_curves(history: Sequence[dict], train_loss: Sequence[tuple[int, float]] | None = None
+                    ) -> go.Figure:
+    """Held-out loss (log scale) and accuracy against the step; the training loss optionally.
+
+    Drawn once per evaluation of a run that pages follow, so without plotly's check of every
+    property (a fifth of the time); `tests/test_figures.py` checks the figure plotly would
+    make of it."""
+    fig = go.Figure(copy.deepcopy(_curves_grid()), _validate=False)
     if train_loss:
         steps, losses = zip(*train_loss)
         fig.add_trace(go.Scatter(x=np.asarray(steps, dtype=np.int32), y=as_float32(losses),

@@ -159,3 +159,42 @@ def fit_title(fig: go.Figure, width: int = DRAWN_WIDTH) -> go.Figure:
     if lines > 2 or fig.layout.margin.t is not None:
         fig.update_layout(margin_t=40 + _TITLE_LINE * lines)
     return fig
+
+
+class SharedFigure(go.Figure):
+    """A figure that many pages show as it is (a classroom's sessions, every poll): its
+    `to_dict` is made once and handed out again, not deep-copied on every call, which is
+    what `st.plotly_chart` asks each figure for on each script run.
+
+    Any change to the figure through plotly (``update_layout``, ``add_trace``, a property
+    set) forgets the dict, so the next call makes it afresh; a figure with frames (an
+    animation, whose frames plotly does not watch) is never kept. The dict handed out is
+    shared: read it, never change it.
+    """
+
+    def __init__(self, *args, **kwargs):
+        self._shared_dict = None
+        super().__init__(*args, **kwargs)
+
+    def to_dict(self) -> dict:
+        if self._frame_objs:
+            return super().to_dict()
+        if self._shared_dict is None:
+            self._shared_dict = super().to_dict()
+        return self._shared_dict
+
+    def _changed(self, *_, **__) -> None:
+        self._shared_dict = None
+
+    # every change to a figure reaches one of the hooks plotly keeps for its widgets
+    _send_addTraces_msg = _send_moveTraces_msg = _send_deleteTraces_msg = _changed
+    _send_restyle_msg = _send_relayout_msg = _send_update_msg = _send_animate_msg = _changed
+
+
+def shared(fig: go.Figure | dict, *, validate: bool = True) -> SharedFigure:
+    """``fig`` (a figure or its dict) as a `SharedFigure`. ``validate=False`` skips plotly's
+    check of every property, a tenth of the time, for a dict that a figure of ours made
+    (``to_dict`` or plotly JSON we wrote ourselves)."""
+    if isinstance(fig, go.Figure):  # its dict, and its subplot grid (``row=, col=`` go on working)
+        fig = {**fig.to_dict(), "_grid_str": fig._grid_str, "_grid_ref": fig._grid_ref}
+    return SharedFigure(fig, _validate=validate)
