@@ -279,3 +279,45 @@ def test_importing_the_pool_leaves_multiprocessing_as_it_is():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_stored_run_ends_for_its_watchers_before_its_figures_are_drawn(pool, caplog):
+    """The worker stores a finished run, says "stored" with its final pattern figure, then
+    draws the other figures: watchers see the end at once, a page asking for the figures
+    waits for the worker's (and never draws them in the server)."""
+    import threading
+
+    from stacklab.lab.figures import figure_entry, figures_json, pattern_figure
+    from stacklab.lab.trainer import train
+    from stacklab.serve.job import Job
+
+    config = TrainConfig(task="reverse", steps=40, eval_every=20)
+    run = train(**dataclasses.asdict(config))
+    assert pool.store.save(run) is not None  # as the worker stores it: without figures
+    job = Job(1, trainer=pool.check(None, config))
+    job._pool, job.status = pool, "running"
+    final = tuple(figure_entry(pattern_figure(run)))
+    job.report(("stored", "finished", None, final))
+    assert job.view().status == "finished" and job.run.step == 40
+    assert job.view().pattern.title == final[0]  # the final model's, not drawn here
+    seen = []
+    asking = threading.Thread(target=lambda: seen.append(job.figures()))
+    with caplog.at_level("INFO", logger="stacklab.pool"):
+        asking.start()
+        time.sleep(0.3)
+        assert asking.is_alive() and not seen  # waiting for the worker's figures
+        assert pool.store.add_figures(run.key, figures_json(run))
+        job.end()
+        asking.join(30)
+    assert [f.key for f in seen[0]][:2] == ["training_curves", "cosine"]
+    assert "in the server" not in caplog.text
+    assert not pool.store.add_figures("0" * 32, {})  # not stored: nothing written
+
+
+def test_the_pool_hands_over_a_finished_run_with_its_figures(pool, caplog):
+    with caplog.at_level("INFO", logger="stacklab.pool"):
+        job = pool.submit("a", None, QUICK)
+        assert job.wait(60).status == "finished"
+        figures = job.figures()
+    assert figures and job.run.figures() is not None  # figures.json, drawn by the worker
+    assert "in the server" not in caplog.text and job.pattern_now() is not None

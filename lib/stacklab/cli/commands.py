@@ -47,7 +47,7 @@ def cmd_train(args, parser) -> int:
         return 1
     from ..lab.figures import figures_from_json, figures_json
     from ..lab.report_html import report_html
-    from ..lab.store import write_summary
+    from ..lab.run_files import write_summary
 
     figures = figures_json(run)  # drawn once: the report and a later `compare` share them
     save_checkpoint(out / "model.safetensors", run.model, run_metadata(run))

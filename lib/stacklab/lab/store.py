@@ -36,17 +36,17 @@ import shutil
 import time
 import uuid
 import weakref
-from dataclasses import asdict, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from safetensors import safe_open
-from safetensors.torch import save_file
 
 from ..core.errors import StackError
 from ..core.resolve import resolve
-from .checkpoint import load_state, run_metadata, save_checkpoint
+from .checkpoint import load_state
 from .keys import KEY_LENGTH, is_key, run_key
+from .run_files import FORMAT, write_run, write_text
 from .settings import TrainConfig
 from .tasks import get_task
 from .trainer import Run, Status
@@ -56,7 +56,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("stacklab.store")
 
-FORMAT = "stacklab-run-1"
 DEFAULT_MAX_BYTES = 2 << 30
 STORED_STATUSES = ("finished", "diverged")  # complete and deterministic; a stopped run is not
 _RUN_JSON_MAX_BYTES = 64 << 20
@@ -141,7 +140,7 @@ class RunStore:
         tmp = self.root / f".tmp-{run.key}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
         try:
-            _write_run(tmp, run, figures)
+            write_run(tmp, run, figures)
             if _folder_bytes(tmp) > self.max_bytes:
                 log.warning("not storing run %s: it alone is larger than the store", run.key)
                 return None
@@ -156,6 +155,17 @@ class RunStore:
         self.evict(keep=run.key)
         return final
 
+    def add_figures(self, key: str, figures: dict) -> bool:
+        """Write ``figures`` into the stored run ``key`` (stored without them: a worker draws
+        them after storing the run), whole or not at all; False when it is not stored."""
+        folder = self.path(key)
+        if not (folder / "run.json").is_file():
+            return False
+        part = folder / f".figures-{uuid.uuid4().hex[:8]}.json"
+        write_text(part, json.dumps(figures) + "\n")
+        os.replace(part, folder / "figures.json")
+        return True
+
     def save_private(self, run, figures: dict | None = None) -> Path:
         """Write ``run`` (whatever its status) to a private folder of the store, for one
         reader to take back (`take_private`, `hold_private`): how a stopped run leaves a
@@ -163,7 +173,7 @@ class RunStore:
         self.root.mkdir(parents=True, exist_ok=True)
         folder = self.root / f".private-{run.key}-{uuid.uuid4().hex[:8]}"
         folder.mkdir()
-        _write_run(folder, run, figures)
+        write_run(folder, run, figures)
         return folder
 
     def hold_private(self, folder: str | Path) -> StoredRun | None:
@@ -323,60 +333,6 @@ class StoredRun:
         except Exception as err:  # noqa: BLE001 - any damage means: no longer stored
             raise StackError("E_VALUE", f"run {self.key} is no longer in the run store "
                              f"({type(err).__name__})", hint="train it again") from err
-
-
-def _write_run(folder: Path, run, figures: dict | None = None) -> None:
-    save_checkpoint(folder / "model.safetensors", run.model, run_metadata(run))
-    tensors = {}
-    for node in run.position_nodes:
-        tensors[f"initial.{node}"] = run.initial_tables[node].contiguous()
-        tensors[f"grad.{node}"] = run.row_grad_norm[node].contiguous()
-        for index, (_, table) in enumerate(run.snapshots.get(node, ())):
-            tensors[f"snapshot.{node}.{index}"] = table.contiguous()
-        for index, (_, weights) in enumerate(run.attention_snapshots.get(node, ())):
-            tensors[f"attention.{node}.{index}"] = weights.contiguous()
-    save_file(tensors, str(folder / "record.safetensors"), metadata={"format": FORMAT})
-    write_summary(folder, run, figures)
-
-
-def write_summary(folder: Path, run, figures: dict | None = None) -> None:
-    """``metrics.json``, ``figures.json`` (when drawn) and ``run.json`` (settings, status and
-    curves; written last, it marks the folder whole) of ``run`` in ``folder``: what
-    `StoredRun` reads. `stacklab train --out DIR` writes them too, so a run folder of the
-    CLI opens like a stored run (`StoredRun.of_folder`)."""
-    network = run.network
-    record = {
-        "format": FORMAT,
-        "key": run.key,
-        "source": network.source,
-        "input_shape": list(network.input_shape),
-        "input_dtype": network.input_dtype,
-        "config": asdict(run.config),
-        "status": str(run.status),
-        "error": run.error,
-        "step": run.step,
-        "seconds": run.seconds,
-        "device": run.device,
-        "history": run.history,
-        "train_loss": run.train_loss,
-        "snapshot_steps": {node: [step for step, _ in run.snapshots.get(node, ())]
-                           for node in run.position_nodes},
-        "attention_steps": {node: [step for step, _ in frames]
-                            for node, frames in run.attention_snapshots.items()},
-        "initial_scores": run.initial_scores,
-        "length_generalization": run.length_generalization,
-    }
-    _write_text(folder / "metrics.json", json.dumps(run.metrics(), indent=2) + "\n")
-    if figures is not None:
-        _write_text(folder / "figures.json", json.dumps(figures) + "\n")
-    _write_text(folder / "run.json", json.dumps(record) + "\n")  # last: it marks the run whole
-
-
-def _write_text(path: Path, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
 
 
 def _run_json(folder: Path) -> dict:

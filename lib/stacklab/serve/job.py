@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("stacklab.pool")
 
+FIGURES_WAIT_SECONDS = 60.0  # a page waits this long for figures a worker is drawing
 SHARED_FIGURES_BYTES = 2 << 20  # a finished run's parsed figures are kept up to this much JSON
 
 
@@ -87,6 +88,8 @@ class Job:
         self._pattern_json: tuple | None = None  # (title, caption, plotly JSON, score)
         self.pattern: RunFigure | None = None
         self._pattern_drawn: object = None  # what `pattern` was made from
+        self._pattern_final = False  # `_pattern_json` is of the final model ("stored")
+        self._figures_ready = threading.Event()  # set unless the worker is drawing them
         self._pattern_lock = threading.Lock()
         self._curves: tuple | None = None  # (evaluations drawn, the training curves figure)
         self._curves_lock = threading.Lock()
@@ -95,6 +98,7 @@ class Job:
         self._figures_lock = threading.Lock()
         if run is not None:
             self._done.set()
+        self._figures_ready.set()
 
     @property
     def config(self) -> TrainConfig:
@@ -112,6 +116,22 @@ class Job:
                 self._pattern_json = pattern
         elif message[0] == "pattern" and message[1] is not None:
             self._pattern_json = message[1]
+        elif message[0] == "stored":
+            self._stored(*message[1:])
+
+    def _stored(self, status: str, error: str | None, pattern: tuple | None) -> None:
+        """The worker stored the run and draws its figures now: its watchers see it end at
+        once (with the pattern figure of its final model); a page asking for the other
+        figures waits for them (`figures`)."""
+        run = self._pool.store.open(self.key) if self._pool is not None else None
+        if run is None:
+            return  # taken at "done" instead
+        self._figures_ready.clear()
+        if pattern is not None:
+            self._pattern_json, self._pattern_final = pattern, True
+        self.take(run)
+        self.ended = time.monotonic()
+        self.error, self.status = error, Status(status)
 
     def take(self, run: StoredRun) -> None:
         """Show ``run``, the run the worker handed over, in place of its live progress."""
@@ -120,15 +140,17 @@ class Job:
 
     def end(self) -> None:
         """The job has ended (its status says how): `wait` returns."""
-        self.ended = time.monotonic()
+        if self.ended is None:  # a run stored early ("stored") ended then
+            self.ended = time.monotonic()
         self._done.set()
+        self._figures_ready.set()  # drawn, or never to be: a page draws them itself
 
     def pattern_now(self) -> RunFigure | None:
         """The task's pattern figure at the newest evaluation that has one; once the run
         has ended, the one its worker drew of the final model. Rebuilt at most once per
         figure, when a page first asks, and shared by everyone watching."""
         source = self._pattern_json
-        if self.run is not None and not self.status.active:
+        if self.run is not None and not self.status.active and not self._pattern_final:
             source = self.run
         if source is None or source is self._pattern_drawn:
             return self.pattern
@@ -177,6 +199,7 @@ class Job:
     def _drawn(self, node: str | None) -> list[RunFigure]:
         """The figures the worker stored (``"pattern"``: the pattern figure); drawn from
         the run's tensors, read for this and let go, when it stored none."""
+        self._figures_ready.wait(FIGURES_WAIT_SECONDS)  # a worker still drawing them
         drawn = self.run.figures()
         found = figures_from_json(drawn, node) if drawn is not None else None
         if found is not None:

@@ -402,6 +402,8 @@ class JobPool:
 
     def _finish(self, job: Job, done: tuple | None, why: str | None) -> None:
         """Take the run a worker handed over (its last message ``done``), or fail ``job``."""
+        if done is None and job.run is not None and not job.status.active:
+            return  # stored ("stored") before its worker ended: the server draws its figures
         if done is None and self.ray_address and (run := self.store.open(job.key)) is not None:
             done = ("done", str(run.status), run.error, None)  # on Ray: stored as it ended
         if done is None:

@@ -108,9 +108,10 @@ class Transport(Protocol):
 
 def relay(transport: Transport, job: Job, every_poll: Callable[[], None]) -> tuple[tuple | None, str | None]:
     """Run ``job`` on ``transport`` to its end, handing the worker's progress to
-    `Job.report` and ``job.stop_event`` on to the worker; ``every_poll()`` runs between
-    polls. Returns the worker's last message (``("done", status, error, folder)``), or
-    None and why there was none."""
+    `Job.report` (a "stored" run among them: it ends for its watchers there, while its
+    worker draws its figures) and ``job.stop_event`` on to the worker; ``every_poll()``
+    runs between polls. Returns the worker's last message (``("done", status, error,
+    folder)``), or None and why there was none."""
     transport.start()
     job.process = transport.process
     done, failure, stopping = None, None, False
