@@ -67,6 +67,7 @@ from stacklab.serve.experiment import HIDEABLE, from_query, to_query  # noqa: E4
 SCALE = float(os.environ.get("LOADTEST_SCALE", "1"))
 ONLY = [name for name in os.environ.get("LOADTEST_ONLY", "").split(",") if name]
 ARRIVAL_SECONDS = 10.0  # a class opens the link over this long
+WORKERS = os.cpu_count() or 1  # the app's pool: one worker per core (STACKLAB_WORKERS)
 STUDENT_TIMEOUT = 240.0  # a student who waited this long is reported as timed out
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -217,8 +218,8 @@ def can_press(snapshot: dict, key: str) -> bool:
 def poll_seconds(text: str) -> float:
     """The Train page's poll interval for what it shows (see `poll_seconds` in
     views/train.py): seldom while queued, less often for a run many sessions watch."""
-    if "Status: **queued**" in text:
-        return 2.0
+    if queued := re.search(r"Status: \*\*queued\*\* — position (\d+)", text):
+        return 2.0 if int(queued[1]) <= WORKERS else 4.0
     shared = re.search(r"shared with (\d+) other session", text)
     return 1.0 if shared and int(shared[1]) >= 4 else 0.5
 

@@ -99,11 +99,12 @@ def shared_note(now) -> str:
 
 def poll_seconds(view) -> float | None:
     """Poll often while a run trains, seldom while it waits (a classroom has many queued
-    runs), and less often for a run that many sessions watch (each poll is a script run)."""
+    runs; further back than the next to start, seldom still), and less often for a run
+    that many sessions watch (each poll is a script run)."""
     if view is None or not view.active:
         return None
     if view.status == Status.QUEUED:
-        return 2.0
+        return 2.0 if (view.position or 1) <= pool.workers else 4.0
     return 0.5 if view.watchers <= 4 else 1.0
 
 
@@ -156,6 +157,8 @@ def status_panel():
     if view is not None and view.active and not now.active:
         app_state.scroll_later(f".st-key-train_pattern_{now.id}")  # its heatmap, in view
         st.rerun()  # the run ended: redraw the page (buttons, no more polling)
+    if now.active and view is not None and poll_seconds(now) != poll_seconds(view):
+        st.rerun()  # the fragment polls at the page's last interval: a queued run started
 
 
 status_panel()
