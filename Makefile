@@ -41,8 +41,10 @@ fuzz: $(STAMP)
 	$(PY) -m pytest tests/test_fuzz.py --hypothesis-profile=fuzz --hypothesis-show-statistics -q
 
 # A lecture hall on one link: 30 and 100 agent-API students, 30 seeds, a run= link, a hostile
-# student and one real Chromium, each on its own server with the agent API on (bench/loadtest.py).
+# student and one real Chromium, each on its own server with the agent API on (bench/loadtest.py);
+# first, what one request of each kind costs the server (bench/request_costs.py).
 loadtest: $(STAMP) browser
+	$(PY) bench/request_costs.py
 	$(PY) bench/loadtest.py
 
 # Build the wheel and install it in a fresh venv outside the checkout: the CLI, the
