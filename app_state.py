@@ -395,12 +395,21 @@ def latest_run():
 SCROLL_TO = "scroll_to"  # a CSS selector the next full run of the page scrolls into view
 
 _SCROLL_SCRIPT = """<script>
-setTimeout(() => {
-  const target = document.querySelector(%s);
-  if (target && target.getBoundingClientRect().bottom > window.innerHeight) {
-    target.scrollIntoView({behavior: "smooth", block: "end"});
-  }
-}, 400);
+(() => {
+  // once the figure is drawn (a busy browser draws it late), and only if below the fold
+  const until = Date.now() + 10000;
+  const scroll = () => {
+    const target = document.querySelector(%s);
+    if (!(target && target.querySelector(".js-plotly-plot .main-svg"))) {
+      if (Date.now() < until) setTimeout(scroll, 150);
+      return;
+    }
+    if (target.getBoundingClientRect().bottom > window.innerHeight) {
+      target.scrollIntoView({behavior: "smooth", block: "end"});
+    }
+  };
+  setTimeout(scroll, 150);
+})();
 </script>"""
 
 
