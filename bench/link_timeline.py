@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/link_timeline.py                  # 5 fresh visits of this app
     VISITS=6 ROOTS=before=/tmp/old,after=. .venv/bin/python bench/link_timeline.py
+        # /tmp/old: e.g. `git archive main | tar -x -C /tmp/old` and a .venv link in it
     SHOTS=/tmp/link .venv/bin/python bench/link_timeline.py  # /tmp/link-<label>.png, last visit
     CPU_PROFILE=/tmp/cpu .venv/bin/python bench/link_timeline.py   # /tmp/cpu-<label>.json
 
@@ -12,9 +13,9 @@ then fresh Chromium contexts (1366x768, loadtest's flags) open the run= link, th
 visits taking turns so that a busy machine slows them alike. A visit ends when loadtest's
 `HEATMAP_DRAWN` holds. Printed per label, the median of each phase in ms from navigation
 start (the HTML, DOMContentLoaded, the websocket, the server's script runs, the first
-element, the Status line, each chart's container and its plot, the heatmap drawn, Plotly's
-lazy chunk fetched) with every visit's value, and the main thread's long tasks and Chrome's
-own script and task totals. With ``CPU_PROFILE`` the last visit's JavaScript CPU profile is
+element, the Status line, the charts' containers, the pattern's plot, the heatmap drawn,
+Plotly's lazy chunk fetched) with every visit's value, and the main thread's long tasks and
+Chrome's own script and task totals. With ``CPU_PROFILE`` the last visit's JavaScript CPU profile is
 saved (open it in Chrome's DevTools); ``cpu_by_file`` sums its samples per script file.
 """
 
@@ -207,8 +208,8 @@ def main() -> None:
     try:
         for label, root in roots.items():
             servers[label] = start_server(Path(root).resolve())
-            key = loadtest.teacher_trains(servers[label])
-            urls[label] = loadtest.url_of(servers[label].base, {**loadtest.link_query(), "run": key})
+            query = {**loadtest.link_query(), "run": loadtest.teacher_trains(servers[label])}
+            urls[label] = loadtest.url_of(servers[label].base, query)
         visits: dict[str, list[dict]] = {label: [] for label in roots}
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=loadtest.CHROMIUM, args=loadtest.FLAGS)
@@ -226,9 +227,8 @@ def main() -> None:
     for label, phases in visits.items():
         summarize(label, phases)
         if profile:
-            print("  CPU of the last visit, ms:", [(name, round(ms)) for name, ms in
-                                                  cpu_by_file(json.loads(Path(
-                                                      f"{profile}-{label}.json").read_text()))])
+            spent = cpu_by_file(json.loads(Path(f"{profile}-{label}.json").read_text()))
+            print("  CPU of the last visit, ms:", [(name, round(ms)) for name, ms in spent])
 
 
 if __name__ == "__main__":
