@@ -360,6 +360,12 @@ def test_a_student_opens_the_teachers_share_link_and_sees_the_run_with_nothing_t
     assert 0 <= box["y"] and box["y"] + box["height"] <= 768 + 1, box  # all of it, no click
     assert SERVER_LOG.read_text().count(f"training run {key}") == 1
     student.screenshot(path=str(SHOTS / "student_view.png"))
+    # No code element before the stack is asked for: one, even folded away, loads and runs
+    # Streamlit's 1.5 MB syntax highlighter before the heatmap is drawn.
+    assert student.locator("[data-testid='stCode']").count() == 0
+    student.get_by_text("Stack (from Build)").click()
+    student.locator(".st-key-train_stack [data-testid='stCode']").get_by_text(
+        "pos_embed(32)").wait_for(timeout=20_000)
     teacher.get_by_role("button", name="Share with the class").click()  # closed, then again
     teacher.get_by_role("button", name="Share with the class").click()
     teacher.get_by_text("Sessions on this run now").wait_for(timeout=10_000)

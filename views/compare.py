@@ -80,9 +80,11 @@ st.dataframe(rows, hide_index=True, column_config={
     name: st.column_config.TextColumn(name, help=meaning or None, pinned=name == "run")
     for name, meaning in column_help(rows).items()})
 st.caption(TABLE_NOTE)
-for run_label, run in entries:
-    with st.expander(f"{app_state.plain(run_label, 120)}: the stack"):
-        st.code(run.network.source, language=None)
+for run_label, run in entries:  # drawn once opened, as on Train (the syntax highlighter's cost)
+    stack_panel = st.expander(f"{app_state.plain(run_label, 120)}: the stack",
+                              key=f"compare_stack_{run.key}", on_change="rerun")
+    if stack_panel.open:
+        stack_panel.code(run.network.source, language=None)
 
 cache = st.session_state.get("compare_drawn")
 wanted = tuple(run.key for _, run in entries)
