@@ -267,6 +267,7 @@ def test_training_curves_follow_history(modular):
     fig = figures.training_curves(modular.history, modular.train_loss)
     names = [trace.name for trace in fig.data]
     assert names == ["training loss (one batch)", "held-out loss", "held-out accuracy"]
+    assert isinstance(fig, figures.SharedFigure)  # every watcher's page shows the same one
     history_steps = [entry["step"] for entry in modular.history]
     assert list(fig.data[1].x) == history_steps
     assert list(fig.data[2].y) == pytest.approx([e["accuracy"] for e in modular.history])

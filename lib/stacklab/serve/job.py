@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import StackError
 from ..lab.figures import (RunFigure, figure_from_entry, figures_from_json, pattern_figure,
-                          run_figures, shared, training_curves)
+                          run_figures, training_curves)
 from ..lab.store import StoredRun
 from ..lab.trainer import Status, TrainConfig, Trainer
 
@@ -177,9 +177,7 @@ class Job:
             if self._curves is None or self._curves[0] != len(view.history):
                 last_eval = view.history[-1]["step"]
                 losses = [(step, loss) for step, loss in view.train_loss if step <= last_eval]
-                self._curves = (len(view.history),
-                                shared(training_curves(list(view.history), losses),
-                                       validate=False))
+                self._curves = (len(view.history), training_curves(list(view.history), losses))
             return self._curves[1]
 
     def figures(self, node: str | None = None) -> list[RunFigure]:

@@ -14,7 +14,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .. import analysis
-from .style import HEIGHT, TRAINED_COLOR, UNTRAINED_COLOR, mark_trained_len, as_float32
+from .style import (HEIGHT, TRAINED_COLOR, UNTRAINED_COLOR, SharedFigure, as_float32,
+                    mark_trained_len)
 
 
 def length_probe_plot(probe: analysis.LengthProbe) -> go.Figure:
@@ -144,9 +145,9 @@ def training_curves(history: Sequence[dict], train_loss: Sequence[tuple[int, flo
     """Held-out loss (log scale) and accuracy against the step; the training loss optionally.
 
     Drawn once per evaluation of a run that pages follow, so without plotly's check of every
-    property (a fifth of the time); `tests/test_figures.py` checks the figure plotly would
-    make of it."""
-    fig = go.Figure(copy.deepcopy(_curves_grid()), _validate=False)
+    property (a fifth of the time), and as a `SharedFigure`, which every watcher's page shows;
+    `tests/test_figures.py` checks the figure plotly would make of it."""
+    fig = SharedFigure(copy.deepcopy(_curves_grid()), _validate=False)
     if train_loss:
         steps, losses = zip(*train_loss)
         fig.add_trace(go.Scatter(x=np.asarray(steps, dtype=np.int32), y=as_float32(losses),
