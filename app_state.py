@@ -403,12 +403,14 @@ _SCROLL_SCRIPT = """<script>
   const until = Date.now() + 10000;
   const scroll = () => {
     const target = document.querySelector(%s);
-    if (!(target && target.querySelector(".js-plotly-plot .main-svg"))) {
+    const drawn = target && target.querySelector(".js-plotly-plot .main-svg, img");
+    if (!(drawn && (drawn.tagName !== "IMG" || drawn.complete))) {
       if (Date.now() < until) setTimeout(scroll, 150);
       return;
     }
-    if (target.getBoundingClientRect().bottom > window.innerHeight) {
-      target.scrollIntoView({behavior: "smooth", block: "end"});
+    const shown = drawn.tagName === "IMG" ? drawn : target;  // a picture in markdown overhangs
+    if (shown.getBoundingClientRect().bottom > window.innerHeight) {
+      shown.scrollIntoView({behavior: "smooth", block: "end"});
     }
   };
   setTimeout(scroll, 150);

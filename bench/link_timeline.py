@@ -13,7 +13,7 @@ then fresh Chromium contexts (1366x768, loadtest's flags) open the run= link, th
 visits taking turns so that a busy machine slows them alike. A visit ends when loadtest's
 `HEATMAP_DRAWN` holds. Printed per label, the median of each phase in ms from navigation
 start (the HTML, DOMContentLoaded, the websocket, the server's script runs, the first
-element, the Status line, the charts' containers, the pattern's plot, the heatmap drawn,
+element, the Status line, the charts' containers, the pattern's plot or still picture, the heatmap drawn,
 Plotly's lazy chunk fetched) with every visit's value, and the main thread's long tasks and
 Chrome's own script and task totals. With ``CPU_PROFILE`` the last visit's JavaScript CPU profile is
 saved (open it in Chrome's DevTools); ``cpu_by_file`` sums its samples per script file.
@@ -60,10 +60,12 @@ MARKS = r"""
     curves_container: () => document.querySelector('[class*=st-key-train_curves_]'),
     pattern_container: () => document.querySelector('[class*=st-key-train_pattern_]'),
     pattern_plot: () => document.querySelector('[class*=st-key-train_pattern_] .js-plotly-plot'),
+    pattern_picture: () => document.querySelector('[class*=st-key-train_pattern_] img'),
     heatmap_drawn: HEATMAP_DRAWN,
   };
   const check = () => Object.entries(SEEN).forEach(([name, seen]) => seen() && mark(name));
   new MutationObserver(check).observe(document, {subtree: true, childList: true});
+  setInterval(check, 50);  // an image that loads changes no element
 })();
 """
 

@@ -185,8 +185,9 @@ def interact(base: str, body: dict, timeout: float = 120.0) -> dict:
 
 
 def nodes(snapshot: dict):
-    """Every element of a snapshot's tree."""
-    stack = [snapshot.get("tree") or {}]
+    """Every element of a snapshot's tree (or of one element's, given the element)."""
+    stack = [snapshot.get("tree") or {}] if "tree" in snapshot or "type" not in snapshot \
+        else [snapshot]
     while stack:
         node = stack.pop()
         yield node
@@ -205,9 +206,11 @@ def texts(snapshot: dict) -> str:
 
 def pattern_shown(snapshot: dict) -> bool:
     """Whether the page shows the finished run and its pattern figure."""
-    chart = any(node.get("type") == "plotly_chart" and str(node.get("key", "")).startswith(
-        PATTERN_KEY) for node in nodes(snapshot))
-    return chart and bool(FINISHED.search(texts(snapshot)))
+    spots = [node for node in nodes(snapshot) if str(node.get("key", "")).startswith(PATTERN_KEY)]
+    # the chart, or the still picture a student on the teacher's link sees first
+    drawn = any(inner.get("type") == "plotly_chart" or "data:image/svg+xml" in str(
+        (inner.get("props") or {}).get("body", "")) for spot in spots for inner in nodes(spot))
+    return drawn and bool(FINISHED.search(texts(snapshot)))
 
 
 def can_press(snapshot: dict, key: str) -> bool:
@@ -304,9 +307,12 @@ class BrowserStudent(threading.Thread):
             self.ready.set()
 
 
+# plotly's heatmap drawn, or the still picture of the pattern figure loaded (views/train.py)
 HEATMAP_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].some(
     plot => (plot._fullData || []).some(trace => trace.type === 'heatmap')
-            && plot.querySelector('.heatmaplayer image, .hm image'))"""
+            && plot.querySelector('.heatmaplayer image, .hm image'))
+  || [...document.querySelectorAll('[class*=st-key-train_pattern_] img')].some(
+    img => img.complete && img.naturalWidth > 0)"""
 
 
 def visit(browser, url: str) -> float:

@@ -353,16 +353,24 @@ def test_a_student_opens_the_teachers_share_link_and_sees_the_run_with_nothing_t
     student = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
     student.goto(link)  # the teacher's link, as a student's browser gets it: no click after
     student.get_by_text("The shared run").first.wait_for(timeout=30_000)
-    student.locator("[class*='st-key-train_pattern_'] .js-plotly-plot").wait_for(timeout=30_000)
+    # the pattern figure as a still picture: on screen before plotly has loaded
+    picture = student.locator("[class*='st-key-train_pattern_'] img")
+    picture.wait_for(timeout=30_000)
     assert student.get_by_role("button", name="Train", exact=True).count() == 0
     student.wait_for_timeout(1500)  # the page brings the finished run's heatmap into view
-    box = student.locator("[class*='st-key-train_pattern_'] .js-plotly-plot").bounding_box()
+    box = picture.bounding_box()
     assert 0 <= box["y"] and box["y"] + box["height"] <= 768 + 1, box  # all of it, no click
+    assert picture.evaluate("img => img.complete && img.naturalWidth > 500")
+    assert "Attention by position alone" in picture.get_attribute("alt")
     assert SERVER_LOG.read_text().count(f"training run {key}") == 1
-    student.screenshot(path=str(SHOTS / "student_view.png"))
     # No code element before the stack is asked for: one, even folded away, loads and runs
     # Streamlit's 1.5 MB syntax highlighter before the heatmap is drawn.
     assert student.locator("[data-testid='stCode']").count() == 0
+    student.screenshot(path=str(SHOTS / "student_view.png"))
+    student.get_by_text("Values on hover").click()  # the interactive chart instead
+    student.locator("[class*='st-key-train_pattern_'] .js-plotly-plot .heatmaplayer").wait_for(
+        timeout=30_000)
+    assert picture.count() == 0
     student.get_by_text("Stack (from Build)").click()
     student.locator(".st-key-train_stack [data-testid='stCode']").get_by_text(
         "pos_embed(32)").wait_for(timeout=20_000)

@@ -329,6 +329,14 @@ def test_a_student_on_the_teachers_link_sees_the_shared_run_with_nothing_to_pres
     [pins] = [c.value for c in student.caption if "Set by the link" in c.value]
     assert "eval_lengths" not in pins and not pins.rstrip().endswith("=")
     assert "target_accuracy = " in pins
+    # the pattern figure as a still picture first (on screen before plotly loads), the
+    # interactive chart one switch away; the curves stay a chart
+    charts = [c.proto.id for c in student.get("plotly_chart")]
+    assert len(charts) == 1, charts
+    [still] = [m.value for m in student.markdown if "data:image/svg+xml;base64," in m.value]
+    assert still.startswith("<img ") and 'alt="Each row' in still
+    student.toggle(key="train_pattern_hover").set_value(True).run()
+    assert len(student.get("plotly_chart")) == 2 and not student.exception
     student.switch_page("views/build.py").run()
     assert "Read-only" in student.info[0].value and "shared run" in student.info[0].value
     assert not [t for t in student.text_area if t.key == "build_stack"]

@@ -111,6 +111,27 @@ def poll_seconds(view) -> float | None:
     return 0.5 if view.watchers <= 4 else 1.0
 
 
+def pattern_figure(container, current, now) -> None:
+    """The run's pattern figure. A student on the teacher's link sees it as a still picture
+    first: an image is on screen as the page arrives, where a fresh browser takes seconds
+    to load and start the chart library; the interactive chart is one switch away."""
+    width = figures.column_width(2)
+    spot = container.container(key=f"train_pattern_{now.id}")
+    still = None
+    if app_state.student_view(current) and not st.session_state.get("train_pattern_hover"):
+        still = figures.figure_svg(now.pattern.figure, width=width, font=15)
+    if still is not None:  # markdown, whose code the page has loaded already (st.image's not)
+        score = f" — {now.pattern.score}" if now.pattern.score else ""
+        spot.markdown(figures.svg_img(still, f"{now.pattern.title}{score} (heatmap)"),
+                      unsafe_allow_html=True)
+    else:
+        spot.plotly_chart(figures.fit_title(now.pattern.figure, width),
+                          key=f"train_pattern_chart_{now.id}")
+    if app_state.student_view(current):
+        container.toggle("Values on hover", key="train_pattern_hover",
+                         help="The interactive chart: each cell's value under the pointer")
+
+
 @st.fragment(run_every=poll_seconds(view))
 def status_panel():
     current = app_state.current_job()
@@ -143,8 +164,7 @@ def status_panel():
         left, right = st.columns(2)
         left.plotly_chart(current.curves(now), key=f"train_curves_{now.id}")  # shared
         if now.pattern is not None and not app_state.presenting():  # else it is at the top
-            right.plotly_chart(figures.fit_title(now.pattern.figure, figures.column_width(2)),
-                               key=f"train_pattern_{now.id}")
+            pattern_figure(right, current, now)
             score = f" — {app_state.plain(now.pattern.score, 300)}" if now.pattern.score else ""
             right.caption(f"**{app_state.plain(now.pattern.title, 200)}** at step "
                           f"{now.history[-1]['step']}{score}: "

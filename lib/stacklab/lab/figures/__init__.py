@@ -6,7 +6,8 @@ app (``st.plotly_chart(fig)``) and in `stacklab.lab.report_html`. The trained le
 marked wherever it matters: rows ``>= T`` of a table never take part in training.
 
 The package: `style` (what all figures share), `heatmaps` (position against position),
-`rows` (a mark per row), `curves` (along steps or positions), `catalog`, the figures of
+`rows` (a mark per row), `curves` (along steps or positions), `picture` (a still SVG of a
+heatmap figure, for a page that must show it before plotly loads), `catalog`, the figures of
 a run declared as data (`FIGURES`, each named by its key, with `captions` for the longer
 words and `context` for what they are given; `COMPARED_FIGURES`, those of several runs
 at once), and `drawing`, which loops over them (`run_figures`, `figures_of_table`) and
@@ -32,6 +33,7 @@ from .curves import (cosine_by_distance_plot, length_generalization_plot, length
 from .heatmaps import (attention_heatmap, attention_snapshot_heatmaps, learned_vs_sinusoidal,
                        positional_attention_heatmap, query_key_heatmap, rows_alone_heatmap,
                        similarity_heatmap, sinusoidal_resemblance, snapshot_heatmaps)
+from .picture import figure_svg, svg_img
 from .rows import drift_plot, grad_norm_plot, pca_plot
 from .style import (ANIMATION_CELLS, MAX_CELLS, MAX_FRAMES, MAX_TABLE_ROWS, SharedFigure,
                     column_width, fit_title, shared, wrap_title)
@@ -47,4 +49,5 @@ __all__ = ["similarity_heatmap", "query_key_heatmap", "positional_attention_heat
            "TableContext", "figures_of_table", "MAX_CELLS", "ANIMATION_CELLS",
            "MAX_FRAMES", "MAX_TABLE_ROWS", "COMPARED_FIGURES", "ComparedRun", "compared_figures",
            "absent_reasons", "absent_from_json", "lengths_compared_plot", "fit_title",
-           "wrap_title", "column_width", "SharedFigure", "shared"]
+           "wrap_title", "column_width", "SharedFigure", "shared", "figure_svg",
+           "svg_img"]

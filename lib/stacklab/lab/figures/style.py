@@ -164,7 +164,8 @@ def fit_title(fig: go.Figure, width: int = DRAWN_WIDTH) -> go.Figure:
 class SharedFigure(go.Figure):
     """A figure that many pages show as it is (a classroom's sessions, every poll): its
     `to_dict` is made once and handed out again, not deep-copied on every call, which is
-    what `st.plotly_chart` asks each figure for on each script run.
+    what `st.plotly_chart` asks each figure for on each script run. Its still pictures
+    (`figure_svg`) are kept with the dict.
 
     Any change to the figure through plotly (``update_layout``, ``add_trace``, a property
     set) forgets the dict, so the next call makes it afresh; a figure with frames (an
@@ -174,6 +175,7 @@ class SharedFigure(go.Figure):
 
     def __init__(self, *args, **kwargs):
         self._shared_dict = None
+        self._shared_pictures: dict = {}  # (width, font) -> its still picture (`figure_svg`)
         super().__init__(*args, **kwargs)
 
     def to_dict(self) -> dict:
@@ -185,6 +187,7 @@ class SharedFigure(go.Figure):
 
     def _changed(self, *_, **__) -> None:
         self._shared_dict = None
+        self._shared_pictures = {}
 
     # every change to a figure reaches one of the hooks plotly keeps for its widgets
     _send_addTraces_msg = _send_moveTraces_msg = _send_deleteTraces_msg = _changed
