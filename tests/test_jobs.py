@@ -321,3 +321,29 @@ def test_the_pool_hands_over_a_finished_run_with_its_figures(pool, caplog):
         figures = job.figures()
     assert figures and job.run.figures() is not None  # figures.json, drawn by the worker
     assert "in the server" not in caplog.text and job.pattern_now() is not None
+
+
+def test_the_next_run_starts_while_a_stored_runs_figures_are_drawn(pool, caplog):
+    """One worker: the queued run starts as soon as the first is stored, while the first
+    one's process still draws its figures (at a lower priority); those still reach its
+    page, drawn by that worker, never by the server."""
+    import threading
+
+    first = pool.submit("a", None, TrainConfig(task="reverse", steps=60, eval_every=20))
+    second = pool.submit("b", None, QUICK)
+    drawn_at = []
+
+    def figures_landed():  # once stored (its figures not yet drawn), when they are
+        wait_until(lambda: first.status == "finished")
+        drawn_at.append(first._figures_ready.wait(60) and time.monotonic())
+
+    threading.Thread(target=figures_landed, daemon=True).start()
+    with caplog.at_level("INFO", logger="stacklab.pool"):
+        assert first.wait(60).status == "finished"
+        wait_until(lambda: drawn_at)
+        assert second.started is not None and second.started < drawn_at[0]
+        assert [f.key for f in first.figures()][:1] == ["training_curves"]
+        assert second.wait(60).status == "finished"
+    assert first.run.figures() is not None and "in the server" not in caplog.text
+    assert pool.running == 0
+

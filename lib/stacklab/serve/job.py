@@ -90,6 +90,7 @@ class Job:
         self._pattern_drawn: object = None  # what `pattern` was made from
         self._pattern_final = False  # `_pattern_json` is of the final model ("stored")
         self._figures_ready = threading.Event()  # set unless the worker is drawing them
+        self._figures_pending = False  # its worker draws them after the job has ended
         self._pattern_lock = threading.Lock()
         self._curves: tuple | None = None  # (evaluations drawn, the training curves figure)
         self._curves_lock = threading.Lock()
@@ -143,7 +144,18 @@ class Job:
         if self.ended is None:  # a run stored early ("stored") ended then
             self.ended = time.monotonic()
         self._done.set()
-        self._figures_ready.set()  # drawn, or never to be: a page draws them itself
+        if not self._figures_pending:
+            self._figures_ready.set()  # drawn, or never to be: a page draws them itself
+
+    def figures_pending(self) -> None:
+        """The job ends before its figures are drawn: its worker goes on drawing them, and
+        a page that asks waits for `figures_done`."""
+        self._figures_pending = True
+
+    def figures_done(self) -> None:
+        """Its worker has stored its figures, or never will."""
+        self._figures_pending = False
+        self._figures_ready.set()
 
     def pattern_now(self) -> RunFigure | None:
         """The task's pattern figure at the newest evaluation that has one; once the run

@@ -403,7 +403,7 @@ class JobPool:
     def _finish(self, job: Job, done: tuple | None, why: str | None) -> None:
         """Take the run a worker handed over (its last message ``done``), or fail ``job``."""
         if done is None and job.run is not None and not job.status.active:
-            return  # stored ("stored") before its worker ended: the server draws its figures
+            return  # stored ("stored"): its worker draws its figures, else a page asks here
         if done is None and self.ray_address and (run := self.store.open(job.key)) is not None:
             done = ("done", str(run.status), run.error, None)  # on Ray: stored as it ended
         if done is None:

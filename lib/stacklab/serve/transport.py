@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("stacklab.pool")
 
 POLL_SECONDS = 0.25  # how long one `receive` waits for news
+FIGURES_SECONDS = 120.0  # a stored run's worker has this long to draw its figures
 
 _context: multiprocessing.context.BaseContext | None = None
 _context_lock = threading.Lock()
@@ -114,7 +115,7 @@ def relay(transport: Transport, job: Job, every_poll: Callable[[], None]) -> tup
     folder)``), or None and why there was none."""
     transport.start()
     job.process = transport.process
-    done, failure, stopping = None, None, False
+    done, failure, stopping, handed = None, None, False, False
     try:
         while done is None:
             every_poll()
@@ -128,13 +129,44 @@ def relay(transport: Transport, job: Job, every_poll: Callable[[], None]) -> tup
                     done = message
                 else:
                     job.report(message)
+            if done is None and (handed := _hand_over(transport, job)):
+                return None, None  # stored: its figures follow, in the background
             if done is None and ended and not messages:
                 break
     except transport.lost as err:
         failure = err
     finally:
-        transport.release()
+        if not handed:
+            transport.release()
     return done, None if done is not None else transport.why(failure)
+
+
+def _hand_over(transport: Transport, job: Job) -> bool:
+    """For a run stored early ("stored") whose local worker now draws its figures: free
+    the worker's slot, so the next run starts while they are drawn (at a lower priority),
+    and let a thread wait for the worker's "done" (the figures stored), then release it."""
+    if job.run is None or job.status.active or not getattr(transport, "drains", False):
+        return False
+    job.figures_pending()
+    threading.Thread(target=_drain, args=(transport, job), daemon=True,
+                     name=f"stacklab-figures-{job.key[:12]}").start()
+    return True
+
+
+def _drain(transport: Transport, job: Job) -> None:
+    """Wait (at most `FIGURES_SECONDS`) for the worker's "done", then let it go."""
+    deadline = time.monotonic() + FIGURES_SECONDS
+    try:
+        while time.monotonic() < deadline:
+            ended = transport.ended()
+            messages = transport.receive()
+            if any(message[0] == "done" for message in messages) or (ended and not messages):
+                break
+    except transport.lost:
+        pass  # the figures are not stored: a page that asks draws them in the server
+    finally:
+        transport.release()
+        job.figures_done()
 
 
 class LocalProcess:
@@ -142,6 +174,7 @@ class LocalProcess:
     a pipe; a Stop is an event the process checks after every step."""
 
     lost = (EOFError, OSError)  # the process went away mid-message
+    drains = True  # a stored run's process may draw its figures after its slot is freed
 
     def __init__(self, key: str, args: tuple):
         """``args``: `worker.train`'s arguments after its pipe and stop event."""

@@ -12,7 +12,8 @@ child process, forked from a server that has already imported torch and stacklab
   most every `PATTERN_SECONDS`, else None);
 - ``("stored", status, error, pattern)``: a finished or diverged run is in the run store
   under its key, with the pattern figure of its final model; its other figures are being
-  drawn. Its watchers see it end now, not after the figures (a third of a small run's time);
+  drawn, at a lower priority (`FIGURES_NICE`). Its watchers see it end now, not after the
+  figures (a third of a small run's time), and the pool's next run starts;
 - ``("done", status, error, folder)``: the run ended; a finished or diverged run is in the
   run store under its key, any other run in ``folder`` (a private folder of the store),
   with every figure drawn here (``figures.json``): the pool reads the run without its
@@ -36,6 +37,7 @@ from ..lab.trainer import Status, TrainConfig, Trainer
 PROGRESS_SECONDS = 0.1
 PATTERN_SECONDS = 0.5  # pages poll a run every 0.5 s (1 s when many watch it)
 PATTERN_SHARE = 4  # wait at least 4x what the last live pattern figure took to draw
+FIGURES_NICE = 10  # a stored run's figures are drawn at this much lower priority
 # Imported once by the fork server; `warmup` also runs two training steps there.
 PRELOAD = ["torch", "stacklab.serve.worker", "stacklab.serve.warmup"]
 
@@ -81,6 +83,7 @@ def _stored_first(run, store: RunStore, conn) -> bool:
     if run.status not in STORED_STATUSES or store.save(run) is None:
         return False
     conn.send(("stored", str(run.status), run.error, _pattern(run)))
+    _lower_priority()  # the pool starts the next run now: it trains while these are drawn
     figures = _figures(run)
     try:
         if figures is not None:
@@ -89,6 +92,13 @@ def _stored_first(run, store: RunStore, conn) -> bool:
         print(f"stacklab worker: figures of run {run.key} not stored: {err}", flush=True)
     conn.send(("done", str(run.status), run.error, None))
     return True
+
+
+def _lower_priority() -> None:
+    try:
+        os.nice(FIGURES_NICE)
+    except OSError:
+        pass
 
 
 def _report(trainer: Trainer, conn, stop) -> None:
