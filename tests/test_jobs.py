@@ -345,5 +345,6 @@ def test_the_next_run_starts_while_a_stored_runs_figures_are_drawn(pool, caplog)
         assert [f.key for f in first.figures()][:1] == ["training_curves"]
         assert second.wait(60).status == "finished"
     assert first.run.figures() is not None and "in the server" not in caplog.text
+    assert f"run {first.key} finished: 60 steps in" in caplog.text  # as every run's end
     assert pool.running == 0
 

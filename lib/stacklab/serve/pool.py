@@ -403,7 +403,8 @@ class JobPool:
     def _finish(self, job: Job, done: tuple | None, why: str | None) -> None:
         """Take the run a worker handed over (its last message ``done``), or fail ``job``."""
         if done is None and job.run is not None and not job.status.active:
-            return  # stored ("stored"): its worker draws its figures, else a page asks here
+            _log_end(job, str(job.status), job.run)  # stored ("stored"): figures to follow
+            return
         if done is None and self.ray_address and (run := self.store.open(job.key)) is not None:
             done = ("done", str(run.status), run.error, None)  # on Ray: stored as it ended
         if done is None:
@@ -421,8 +422,7 @@ class JobPool:
             return
         if run is not None:
             job.take(run)
-            log.info("run %s %s: %d steps in %.2f s (%.0f steps/s)", job.key, status, run.step,
-                     run.seconds, run.step / max(run.seconds, 1e-9))
+            _log_end(job, status, run)
         job.error = error
         job.status = Status(status)
 
@@ -440,3 +440,9 @@ class JobPool:
         if idle:  # outside the lock: polls and submits never wait for a collection
             threading.Thread(target=release_memory, name="stacklab-release", daemon=True).start()
         return len(idle)
+
+
+def _log_end(job: Job, status: str, run) -> None:
+    log.info("run %s %s: %d steps in %.2f s (%.0f steps/s)", job.key, status, run.step,
+             run.seconds, run.step / max(run.seconds, 1e-9))
+
