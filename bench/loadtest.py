@@ -68,6 +68,7 @@ SCALE = float(os.environ.get("LOADTEST_SCALE", "1"))
 ONLY = [name for name in os.environ.get("LOADTEST_ONLY", "").split(",") if name]
 ARRIVAL_SECONDS = 10.0  # a class opens the link over this long
 WORKERS = os.cpu_count() or 1  # the app's pool: one worker per core (STACKLAB_WORKERS)
+BROWSER_SETTLE_SECONDS = 2.0  # a just-launched Chromium's own start-up work, let finish
 STUDENT_TIMEOUT = 240.0  # a student who waited this long is reported as timed out
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -150,6 +151,17 @@ class Server:
 
     def stored(self) -> int:
         return len(RunStore(self.runs).keys()) if self.runs.exists() else 0
+
+    def settle(self, key: str, timeout: float = 30.0) -> None:
+        """Wait until the run ``key``'s worker has drawn its figures (the run is stored
+        first, its figures after), then a second more: the server idle again."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            run = RunStore(self.runs).open(key)
+            if run is not None and run.figures() is not None:
+                break
+            time.sleep(0.1)
+        time.sleep(1.0)
 
     def close(self) -> None:
         self.process.terminate()
@@ -315,23 +327,37 @@ HEATMAP_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].some(
     img => img.complete && img.naturalWidth > 0)"""
 
 
+# What the page shows, asked every 50 ms with plain DOM queries: "drawn" once the finished
+# run's heatmap is on screen, "train" while a Train button offers a run not yet asked for.
+# (Playwright's role and text locators, polled on every frame, cost the page's own main
+# thread enough to slow what they measure.)
+PAGE_STATE = """() => {
+  const alerts = [...document.querySelectorAll('[data-testid=stAlert]')].map(a => a.textContent);
+  if (alerts.some(text => /Status: finished/.test(text)) && (%s)()) return "drawn";
+  const train = [...document.querySelectorAll('button')].find(
+    button => button.textContent.trim() === 'Train' && !button.disabled);
+  return train && !alerts.some(text => /Status:/.test(text)) ? "train" : null;
+}""" % HEATMAP_DRAWN
+
+
 def visit(browser, url: str) -> float:
-    """Seconds from opening ``url`` in a fresh context to the finished run's heatmap."""
+    """Seconds from opening ``url`` in a fresh context to the finished run's heatmap,
+    pressing Train first where the page offers it (a link without a run)."""
     context = browser.new_context(viewport={"width": 1366, "height": 768})
     page = context.new_page()
+    timeout = STUDENT_TIMEOUT * 1000
     try:
         opened = time.monotonic()
-        page.goto(url, timeout=STUDENT_TIMEOUT * 1000)
-        train = page.get_by_role("button", name="Train", exact=True)
-        finished = page.get_by_text(re.compile("Status: finished")).first
-        # the Train button on a link without a run; the finished run on a run= link
-        train.or_(finished).first.wait_for(timeout=STUDENT_TIMEOUT * 1000)
-        if not finished.is_visible() and train.is_visible() and train.is_enabled():
-            train.click(timeout=STUDENT_TIMEOUT * 1000)
-        finished.wait_for(timeout=STUDENT_TIMEOUT * 1000)
-        page.get_by_text(PATTERN, exact=True).first.wait_for(timeout=STUDENT_TIMEOUT * 1000)
-        page.wait_for_function(HEATMAP_DRAWN, timeout=STUDENT_TIMEOUT * 1000)
-        return time.monotonic() - opened
+        page.goto(url, timeout=timeout)
+        state = page.wait_for_function(PAGE_STATE, timeout=timeout, polling=50).json_value()
+        if state == "train":
+            page.get_by_role("button", name="Train", exact=True).click(timeout=timeout)
+            while page.wait_for_function(PAGE_STATE, timeout=timeout,
+                                         polling=50).json_value() != "drawn":
+                time.sleep(0.05)  # the click's rerun has not reached the page yet
+        seconds = time.monotonic() - opened
+        page.get_by_text(PATTERN, exact=True).first.wait_for(timeout=timeout)  # its caption
+        return seconds
     finally:
         context.close()
 
@@ -476,12 +502,14 @@ def seeds(server: Server, students: int, first: int, hostile: bool = False) -> d
 
 def run_link(server: Server, students: int) -> dict:
     key = teacher_trains(server)
+    server.settle(key)
     query = {**link_query(), "run": key}
     alone = []
     for _ in range(3):  # the browser alone on the idle server, three fresh visits
         browser = BrowserStudent(url_of(server.base, query), 0.0)
         browser.start()
         browser.ready.wait(120)
+        time.sleep(BROWSER_SETTLE_SECONDS)  # as the crowd's browser waits for its turn
         browser.go.set()
         browser.join()
         if browser.seconds is None:
