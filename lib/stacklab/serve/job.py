@@ -244,8 +244,12 @@ class Job:
         )
 
     def wait(self, timeout: float | None = None) -> "Job":
-        """Block until the job has ended (for scripts and tests; pages poll instead)."""
-        self._done.wait(timeout)
+        """Block until the job has ended and its worker has stored its figures, which it
+        draws after the run ends for its watchers (for scripts and tests; pages poll)."""
+        start = time.monotonic()
+        if self._done.wait(timeout):
+            left = None if timeout is None else max(0.0, timeout - (time.monotonic() - start))
+            self._figures_ready.wait(left)
         return self
 
 
