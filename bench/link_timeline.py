@@ -65,7 +65,10 @@ MARKS = r"""
   };
   const check = () => Object.entries(SEEN).forEach(([name, seen]) => seen() && mark(name));
   new MutationObserver(check).observe(document, {subtree: true, childList: true});
-  setInterval(check, 50);  // an image that loads changes no element
+  const timer = setInterval(() => {  // an image that loads changes no element
+    check();
+    if ('heatmap_drawn' in P.marks) clearInterval(timer);
+  }, 50);
 })();
 """
 

@@ -349,12 +349,15 @@ def visit(browser, url: str) -> float:
     try:
         opened = time.monotonic()
         page.goto(url, timeout=timeout)
-        state = page.wait_for_function(PAGE_STATE, timeout=timeout, polling=50).json_value()
-        if state == "train":
-            page.get_by_role("button", name="Train", exact=True).click(timeout=timeout)
-            while page.wait_for_function(PAGE_STATE, timeout=timeout,
-                                         polling=50).json_value() != "drawn":
-                time.sleep(0.05)  # the click's rerun has not reached the page yet
+        deadline, pressed = opened + STUDENT_TIMEOUT, None
+        while (state := page.wait_for_function(PAGE_STATE, timeout=timeout,
+                                               polling=50).json_value()) != "drawn":
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no heatmap after {STUDENT_TIMEOUT:.0f} s")
+            if state == "train" and (pressed is None or time.monotonic() - pressed > 5):
+                page.get_by_role("button", name="Train", exact=True).click(timeout=timeout)
+                pressed = time.monotonic()  # pressed again if it still shows after 5 s
+            time.sleep(0.05)  # the click's rerun has not reached the page yet
         seconds = time.monotonic() - opened
         page.get_by_text(PATTERN, exact=True).first.wait_for(timeout=timeout)  # its caption
         return seconds

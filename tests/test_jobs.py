@@ -327,17 +327,16 @@ def test_the_next_run_starts_while_a_stored_runs_figures_are_drawn(pool, caplog)
     """One worker: the queued run starts as soon as the first is stored, while the first
     one's process still draws its figures (at a lower priority); those still reach its
     page, drawn by that worker, never by the server."""
-    import threading
-
     first = pool.submit("a", None, TrainConfig(task="reverse", steps=60, eval_every=20))
     second = pool.submit("b", None, QUICK)
     drawn_at = []
+    done = first.figures_done  # called once the first run's worker has stored its figures
 
-    def figures_landed():  # once stored (its figures not yet drawn), when they are
-        wait_until(lambda: first.status == "finished")
-        drawn_at.append(first._figures_ready.wait(60) and time.monotonic())
+    def figures_landed():
+        drawn_at.append(time.monotonic())
+        done()
 
-    threading.Thread(target=figures_landed, daemon=True).start()
+    first.figures_done = figures_landed
     with caplog.at_level("INFO", logger="stacklab.pool"):
         assert first.wait(60).status == "finished"
         wait_until(lambda: drawn_at)
@@ -347,4 +346,3 @@ def test_the_next_run_starts_while_a_stored_runs_figures_are_drawn(pool, caplog)
     assert first.run.figures() is not None and "in the server" not in caplog.text
     assert f"run {first.key} finished: 60 steps in" in caplog.text  # as every run's end
     assert pool.running == 0
-

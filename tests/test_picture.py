@@ -18,6 +18,7 @@ from plotly.colors import get_colorscale
 from stacklab import figures
 from stacklab.lab.figures.heads import head_scores_heatmaps
 from stacklab.lab.figures.picture import RECT_CELLS, figure_svg, svg_img
+from stacklab.lab.figures.picture_values import nice_ticks
 from stacklab.lab.trainer import train
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -117,6 +118,22 @@ def test_head_scores_draw_every_subplot_with_its_text_and_one_colour_bar():
     assert "previous token, trained" in shown and "induction, at init" in shown
     assert shown.count("layer 1 (n2)") == 2  # the left column's row labels only
     assert len(root.findall(f".//{SVG}linearGradient")) == 1
+
+
+def test_colour_bar_labels_are_round_and_keep_their_sign():
+    values, labels = nice_ticks(-0.1, 0.1)
+    assert labels == ["-0.10", "-0.05", "0.00", "0.05", "0.10"] and values[2] == pytest.approx(0)
+    assert nice_ticks(0.0, 0.8)[1] == ["0.0", "0.2", "0.4", "0.6", "0.8"]
+    assert nice_ticks(-1.0, 1.0)[1] == ["-1.0", "-0.5", "0.0", "0.5", "1.0"]
+
+
+def test_what_the_picture_cannot_draw_is_left_to_the_chart():
+    frames = go.Figure(go.Heatmap(z=[[1.0]]), frames=[go.Frame(data=[go.Heatmap(z=[[2.0]])])])
+    assert figure_svg(frames) is None  # an animation
+    assert figure_svg(go.Figure(go.Heatmap(z=[[1.0, 2.0]], colorscale=[[0, "red"], [1, "blue"]]))) \
+        is None  # a colour by name
+    assert figure_svg(go.Figure(go.Heatmap(z=[[1.0]], texttemplate="%{z:.2s}"))) is None  # d3's
+    assert figure_svg(go.Figure(go.Heatmap(z=[]))) is None
 
 
 def test_gaps_are_left_out_and_a_figure_of_other_traces_is_no_picture():

@@ -117,17 +117,16 @@ def pattern_figure(container, current, now) -> None:
     to load and start the chart library; the interactive chart is one switch away."""
     width = figures.column_width(2)
     spot = container.container(key=f"train_pattern_{now.id}")
-    still = None
-    if app_state.student_view(current) and not st.session_state.get("train_pattern_hover"):
-        still = figures.figure_svg(now.pattern.figure, width=width, font=15)
-    if still is not None:  # markdown, whose code the page has loaded already (st.image's not)
+    still = (figures.figure_svg(now.pattern.figure, width=width, font=15)
+             if app_state.student_view(current) else None)  # kept with the shared figure
+    if still is not None and not st.session_state.get("train_pattern_hover"):  # markdown, whose code the page has loaded already (st.image's not)
         score = f" — {now.pattern.score}" if now.pattern.score else ""
         spot.markdown(figures.svg_img(still, f"{now.pattern.title}{score} (heatmap)"),
                       unsafe_allow_html=True)
     else:
         spot.plotly_chart(figures.fit_title(now.pattern.figure, width),
                           key=f"train_pattern_chart_{now.id}")
-    if app_state.student_view(current):
+    if still is not None:
         container.toggle("Values on hover", key="train_pattern_hover",
                          help="The interactive chart: each cell's value under the pointer")
 

@@ -445,4 +445,3 @@ class JobPool:
 def _log_end(job: Job, status: str, run) -> None:
     log.info("run %s %s: %d steps in %.2f s (%.0f steps/s)", job.key, status, run.step,
              run.seconds, run.step / max(run.seconds, 1e-9))
-

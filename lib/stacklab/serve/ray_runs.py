@@ -193,7 +193,7 @@ class RunActor:
 
     def train(self) -> None:
         try:
-            worker.train(self.stream, self.readers, *self.args)
+            worker.train(self.stream, self.readers, *self.args, figures_nice=0)
         finally:
             self.over = True
 

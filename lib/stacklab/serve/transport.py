@@ -18,6 +18,7 @@ import logging
 import multiprocessing
 import multiprocessing.context
 import multiprocessing.spawn
+import os
 import shutil
 import threading
 import time
@@ -33,7 +34,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("stacklab.pool")
 
 POLL_SECONDS = 0.25  # how long one `receive` waits for news
-FIGURES_SECONDS = 120.0  # a stored run's worker has this long to draw its figures
+FIGURES_SECONDS = 60.0  # a stored run's worker has this long to draw its figures, as long
+# as a page waits for them (`job.FIGURES_WAIT_SECONDS`) before drawing them itself
+DRAWING = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))  # processes drawing figures
+# after their slot was freed: more wait in their slot, as before, so they never pile up
 
 _context: multiprocessing.context.BaseContext | None = None
 _context_lock = threading.Lock()
@@ -112,7 +116,8 @@ def relay(transport: Transport, job: Job, every_poll: Callable[[], None]) -> tup
     `Job.report` (a "stored" run among them: it ends for its watchers there, while its
     worker draws its figures) and ``job.stop_event`` on to the worker; ``every_poll()``
     runs between polls. Returns the worker's last message (``("done", status, error,
-    folder)``), or None and why there was none."""
+    folder)``), or None and why there was none; ``(None, None)`` for a run handed over at
+    "stored" (`_hand_over`), whose worker is released once its figures are in."""
     transport.start()
     job.process = transport.process
     done, failure, stopping, handed = None, None, False, False
@@ -147,9 +152,16 @@ def _hand_over(transport: Transport, job: Job) -> bool:
     and let a thread wait for the worker's "done" (the figures stored), then release it."""
     if job.run is None or job.status.active or not getattr(transport, "drains", False):
         return False
+    if not DRAWING.acquire(blocking=False):
+        return False  # as many draw already as there are cores: this one keeps its slot
     job.figures_pending()
-    threading.Thread(target=_drain, args=(transport, job), daemon=True,
-                     name=f"stacklab-figures-{job.key[:12]}").start()
+    try:
+        threading.Thread(target=_drain, args=(transport, job), daemon=True,
+                         name=f"stacklab-figures-{job.key[:12]}").start()
+    except BaseException:
+        DRAWING.release()
+        job.figures_done()
+        raise
     return True
 
 
@@ -165,8 +177,11 @@ def _drain(transport: Transport, job: Job) -> None:
     except transport.lost:
         pass  # the figures are not stored: a page that asks draws them in the server
     finally:
-        transport.release()
-        job.figures_done()
+        try:
+            transport.release()
+        finally:
+            DRAWING.release()
+            job.figures_done()
 
 
 class LocalProcess:

@@ -12,8 +12,8 @@ child process, forked from a server that has already imported torch and stacklab
   most every `PATTERN_SECONDS`, else None);
 - ``("stored", status, error, pattern)``: a finished or diverged run is in the run store
   under its key, with the pattern figure of its final model; its other figures are being
-  drawn, at a lower priority (`FIGURES_NICE`). Its watchers see it end now, not after the
-  figures (a third of a small run's time), and the pool's next run starts;
+  drawn, in a local worker at a lower priority (`FIGURES_NICE`). Its watchers see it end
+  now, not after the figures (a third of a small run's time), and the pool's next run starts;
 - ``("done", status, error, folder)``: the run ended; a finished or diverged run is in the
   run store under its key, any other run in ``folder`` (a private folder of the store),
   with every figure drawn here (``figures.json``): the pool reads the run without its
@@ -47,8 +47,10 @@ def ready() -> None:
 
 
 def train(conn, stop, source: str | None, config: TrainConfig, budgets: Budgets, store_root: str,
-          store_max_bytes: int, threads: int | None, nice: int) -> None:
-    """The child's whole life: train, report, store. Runs in the child process."""
+          store_max_bytes: int, threads: int | None, nice: int,
+          figures_nice: int = FIGURES_NICE) -> None:
+    """The child's whole life: train, report, store. Runs in the child process (or a Ray
+    actor, whose slot is its own: it passes ``figures_nice=0``)."""
     torch.set_num_threads(threads or os.cpu_count() or 1)  # the fork server left it at one
     if nice:
         try:
@@ -61,7 +63,7 @@ def train(conn, stop, source: str | None, config: TrainConfig, budgets: Budgets,
         _report(trainer, conn, stop)
         run = trainer.run()
         try:
-            if _stored_first(run, store, conn):
+            if _stored_first(run, store, conn, figures_nice):
                 return
             folder = str(store.save_private(run, _figures(run)))
         except OSError as err:  # the run trained; it cannot be handed over, and says why
@@ -76,14 +78,14 @@ def train(conn, stop, source: str | None, config: TrainConfig, budgets: Budgets,
         conn.close()
 
 
-def _stored_first(run, store: RunStore, conn) -> bool:
+def _stored_first(run, store: RunStore, conn, figures_nice: int) -> bool:
     """Store a finished or diverged run without its figures, say so with its final pattern
     figure ("stored"), then draw the figures into the stored run and say "done". False,
     with nothing sent, for a run the store does not keep."""
     if run.status not in STORED_STATUSES or store.save(run) is None:
         return False
     conn.send(("stored", str(run.status), run.error, _pattern(run)))
-    _lower_priority()  # the pool starts the next run now: it trains while these are drawn
+    _lower_priority(figures_nice)  # the pool's next run starts now: it trains meanwhile
     figures = _figures(run)
     try:
         if figures is not None:
@@ -94,9 +96,10 @@ def _stored_first(run, store: RunStore, conn) -> bool:
     return True
 
 
-def _lower_priority() -> None:
+def _lower_priority(by: int) -> None:
     try:
-        os.nice(FIGURES_NICE)
+        if by:
+            os.nice(by)
     except OSError:
         pass
 

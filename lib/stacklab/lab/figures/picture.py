@@ -45,7 +45,8 @@ _FORMAT = re.compile(r"%\{z(?::([^}]*))?\}")
 
 def figure_svg(figure, *, width: int = 700, font: int = 13) -> str | None:
     """The figure as SVG text, ``width`` px wide and as high as its layout says, its ticks
-    ``font`` px (titles larger); None if it has a trace that is not a heatmap.
+    ``font`` px (titles larger); None if it has a trace that is not a heatmap, frames (an
+    animation), an empty map, or anything else this drawing cannot show as plotly would.
 
     ``figure`` is a plotly figure, a `SharedFigure` (whose picture is kept with its dict
     until the figure changes) or a figure's dict."""
@@ -53,7 +54,10 @@ def figure_svg(figure, *, width: int = 700, font: int = 13) -> str | None:
     if cache is not None and (width, font) in cache:
         return cache[width, font]
     spec = figure if isinstance(figure, dict) else figure.to_dict()
-    svg = _Drawing(spec, width, font).svg()
+    try:
+        svg = _Drawing(spec, width, font).svg()
+    except (ValueError, TypeError, KeyError, IndexError, ZeroDivisionError):
+        svg = None  # something this drawing does not know (a colour name, a d3 format): the chart
     if cache is not None and getattr(figure, "_shared_dict", None) is spec:
         cache[width, font] = svg  # kept only while the dict it was drawn from is
     return svg
@@ -71,7 +75,7 @@ class _Drawing:
 
     def __init__(self, spec: dict, width: int, font: int):
         self.layout = spec.get("layout") or {}
-        self.traces = list(spec.get("data") or ())
+        self.traces = [] if spec.get("frames") else list(spec.get("data") or ())
         self.width, self.font = int(width), int(font)
         self.height = int(self.layout.get("height") or _PLOTLY_TEMPLATE_HEIGHT)
         self.parts: list[str] = []
@@ -80,6 +84,8 @@ class _Drawing:
         if not self.traces or any(trace.get("type") != "heatmap" for trace in self.traces):
             return None
         maps = [_Map(trace, self.layout) for trace in self.traces]
+        if any(m.z.size == 0 for m in maps):
+            return None
         title = self._title_lines()
         font = self.font
         left = max((m.y_label_chars() for m in maps if m.y_labels_shown), default=0)
@@ -241,8 +247,10 @@ class _Map:
             start = float(labels[0]) if labels else 0.0
             step = float(labels[1]) - start if len(labels) > 1 else 1.0
             return (float(value) - start) / (step or 1.0)
-        except (TypeError, ValueError):
-            return float(labels.index(str(value))) if str(value) in labels else 0.0
+        except (TypeError, ValueError):  # named labels: a name, or a number as its index
+            if str(value) in labels:
+                return float(labels.index(str(value)))
+            return float(value) if is_number(str(value)) else 0.0
 
     def cells(self, font: int) -> list[str]:
         """The coloured cells, with their text where the trace has a template and it fits."""
@@ -307,8 +315,8 @@ class _Map:
         if self.y_labels_shown:
             y_room = (bottom - top) / (font * 1.8)
             for index, label in zip(*self._ticks(self.y, y_room)):
-                y = self.y_at(float(self.y[index]) if is_number(self.y[index]) else self.y[index],
-                              "y")
+                row = (index + 0.5) * cell_h
+                y = top + row if self.reversed else bottom - row
                 parts.append(_text(left - 6, y + font * 0.35, label, font, MUTED, anchor="end"))
         if self.x_title:
             parts.append(_text((left + right) / 2, bottom + font * 2.6, self.x_title,
@@ -328,7 +336,7 @@ class _Map:
         x = max(m.edges[2] for m in maps) + 14
         if self.bar_title:
             top += font * 1.5
-        stops = "".join(f'<stop offset="{1 - position:.4f}" stop-color="{colour}"/>'
+        stops = "".join(f'<stop offset="{1 - position:.4f}" stop-color={quoteattr(colour)}/>'
                         for position, colour in reversed(self.scale))
         parts = [f'<defs><linearGradient id="bar" x1="0" y1="0" x2="0" y2="1">{stops}'
                  f'</linearGradient></defs>',

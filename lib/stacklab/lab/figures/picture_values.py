@@ -14,6 +14,7 @@ import zlib
 import numpy as np
 from plotly.colors import get_colorscale
 
+
 def z_values(z) -> np.ndarray:
     """A heatmap's z as a float64 array, nan for a gap: lists (None in the gaps), an array,
     or plotly's typed-array form (``{"dtype", "bdata", "shape"}``)."""
@@ -74,9 +75,10 @@ def png(rgba: np.ndarray) -> str:
         return (struct.pack(">I", len(data)) + kind + data
                 + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
 
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", columns, rows, 8, 6, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
-    return base64.b64encode(png).decode("ascii")
+    header = struct.pack(">IIBBBBB", columns, rows, 8, 6, 0, 0, 0)  # 8-bit RGBA
+    data = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 6))
+            + chunk(b"IEND", b""))
+    return base64.b64encode(data).decode("ascii")
 
 
 def nice_ticks(low: float, high: float, count: int = 5) -> tuple[list[float], list[str]]:
@@ -89,8 +91,8 @@ def nice_ticks(low: float, high: float, count: int = 5) -> tuple[list[float], li
     first = math.ceil(low / step - 1e-9) * step
     values = [first + i * step for i in range(int((high - first) / step + 1e-9) + 1)]
     digits = max(0, -math.floor(math.log10(step) + 1e-9) + (1 if step / power == 2.5 else 0))
-    return values, [f"{value:.{digits}f}".replace("-0.0", "0.0") if digits else f"{value:.0f}"
-                    for value in values]
+    shown = [f"{value:.{digits}f}" for value in values]
+    return values, [label.lstrip("-") if float(label) == 0 else label for label in shown]
 
 
 def tick_steps():
