@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from . import worker
+from .job import FIGURES_WAIT_SECONDS  # a stored run's worker has as long to draw its figures
 
 if TYPE_CHECKING:
     from .job import Job
@@ -34,8 +35,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("stacklab.pool")
 
 POLL_SECONDS = 0.25  # how long one `receive` waits for news
-FIGURES_SECONDS = 60.0  # a stored run's worker has this long to draw its figures, as long
-# as a page waits for them (`job.FIGURES_WAIT_SECONDS`) before drawing them itself
 DRAWING = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))  # processes drawing figures
 # after their slot was freed: more wait in their slot, as before, so they never pile up
 
@@ -166,8 +165,9 @@ def _hand_over(transport: Transport, job: Job) -> bool:
 
 
 def _drain(transport: Transport, job: Job) -> None:
-    """Wait (at most `FIGURES_SECONDS`) for the worker's "done", then let it go."""
-    deadline = time.monotonic() + FIGURES_SECONDS
+    """Wait (at most as long as a page waits for the figures) for the worker's "done", then
+    let it go."""
+    deadline = time.monotonic() + FIGURES_WAIT_SECONDS
     try:
         while time.monotonic() < deadline:
             ended = transport.ended()

@@ -30,9 +30,9 @@ from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 
-from .picture_values import (colour_scale, colours, is_number, labels, nice_ticks, plain, png,
+from .picture_values import (colour_scale, colours, is_number, labels, nice_ticks, png,
                              tick_steps, z_values)
-from .style import wrap_title
+from .style import plain, wrap_title
 
 RECT_CELLS = 1024  # cells drawn one <rect> each; a larger map is one image
 FONT_FAMILY = "'Source Sans Pro', 'Source Sans 3', 'Segoe UI', Helvetica, Arial, sans-serif"
@@ -322,7 +322,7 @@ class _Map:
             parts.append(_text((left + right) / 2, bottom + font * 2.6, self.x_title,
                                font * 1.05, TEXT, anchor="middle"))
         if self.y_title:
-            width = max(len(label) for label in self._ticks(self.y, 10**6)[1]) * _CHAR * font
+            width = self.y_label_chars() * _CHAR * font
             x, y = left - 10 - width - font * 0.5, (top + bottom) / 2
             parts.append(f'<text x="{x:.1f}" y="{y:.1f}" font-size="{font * 1.05:.1f}" '
                          f'text-anchor="middle" transform="rotate(-90 {x:.1f} {y:.1f})">'

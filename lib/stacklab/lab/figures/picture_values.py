@@ -5,14 +5,14 @@ pixel a cell, and round tick values."""
 from __future__ import annotations
 
 import base64
-import html
 import math
-import re
 import struct
 import zlib
 
 import numpy as np
 from plotly.colors import get_colorscale
+
+from .style import plain
 
 
 def z_values(z) -> np.ndarray:
@@ -107,11 +107,3 @@ def is_number(label: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-_TAG = re.compile(r"<[^>]*>")
-
-
-def plain(text: str) -> str:
-    """Plotly's text (HTML: tags, entities) as the characters it shows."""
-    return html.unescape(_TAG.sub("", str(text)))

@@ -4,6 +4,7 @@ as base64)."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import numpy as np
@@ -116,6 +117,11 @@ _TAG = re.compile(r"<[^>]*>")
 def column_width(columns: int = 1, page: int = PAGE_WIDTH) -> int:
     """The width in px of one of ``columns`` equal columns of a page."""
     return max(200, page // max(1, columns) - 16 * (columns > 1))
+
+
+def plain(text: str) -> str:
+    """Plotly's text (HTML: tags, entities) as the characters it shows."""
+    return html.unescape(_TAG.sub("", str(text)))
 
 
 def _shown_length(word: str) -> int:
