@@ -23,12 +23,12 @@ from stacklab.core.errors import shown
 from stacklab.lab.figures import column_width, fit_title
 from stacklab.lab.keys import is_key
 from stacklab.lab.settings import SETTINGS
-from stacklab.serve.changes import (announcement, changed_since, preset_announcement,
+from stacklab.serve.links.changes import (announcement, changed_since, preset_announcement,
                                     stale_note)
-from stacklab.serve.classroom import MAX_LINK_STACK_CHARS, SESSION_TTL_SECONDS
-from stacklab.serve.experiment import Experiment, from_query, to_query
-from stacklab.serve.pool import JobPool
-from stacklab.serve.share import parse_view, pins_everything
+from stacklab.serve.limits import MAX_LINK_STACK_CHARS, SESSION_TTL_SECONDS
+from stacklab.serve.links.experiment import Experiment, from_query, to_query
+from stacklab.serve.workers.pool import JobPool
+from stacklab.serve.links.share import parse_view, pins_everything
 
 # A word of user text that Markdown, GitHub's autolinks and Streamlit's extras (:color[...],
 # :icon:, :material/...:, $math$) leave as it is: letters, digits, quotes, brackets and
@@ -182,7 +182,7 @@ def open_run(raw: str) -> str | None:
 def compare_keys(raw: str) -> tuple[list[str], str | None]:
     """The run keys of a ``compare=K1,K2`` link value (at most `MAX_COMPARED`), and a
     problem in words for what was dropped."""
-    from stacklab.lab.compare import MAX_COMPARED
+    from stacklab.lab.reports.compare import MAX_COMPARED
 
     parts = [part.strip() for part in str(raw).split(",") if part.strip()]
     keys = list(dict.fromkeys(part for part in parts if is_key(part)))[:MAX_COMPARED]

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 import stacklab
-from stacklab.lab.store import RunStore
+from stacklab.lab.runs.store import RunStore
 from stacklab.lab.tasks import ONE_LAYER, TASKS, preset_max_len
 
 ROOT = Path(__file__).resolve().parent.parent

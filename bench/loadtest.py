@@ -61,8 +61,8 @@ from pathlib import Path
 ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT / "lib"))
 
-from stacklab.lab.store import RunStore  # noqa: E402
-from stacklab.serve.experiment import HIDEABLE, from_query, to_query  # noqa: E402
+from stacklab.lab.runs.store import RunStore  # noqa: E402
+from stacklab.serve.links.experiment import HIDEABLE, from_query, to_query  # noqa: E402
 
 SCALE = float(os.environ.get("LOADTEST_SCALE", "1"))
 ONLY = [name for name in os.environ.get("LOADTEST_ONLY", "").split(",") if name]

@@ -306,7 +306,7 @@ def compare_train_steps(task_name: str, hand: nn.Module) -> dict:
     preset as built, interleaved with the same model written by hand, at the preset's batch
     size and length on one fixed batch."""
     from stacklab.lab.tasks import IGNORE, TASKS
-    from stacklab.lab.trainer import TrainConfig, _adamw
+    from stacklab.lab.train.trainer import TrainConfig, _adamw
 
     task = TASKS[task_name]
     T, B = task.default_seq_len, task.batch_size
@@ -348,7 +348,7 @@ def bench_train_step_induction() -> dict:
 
 def bench_tasks() -> dict:
     from stacklab.lab.tasks import TASKS
-    from stacklab.lab.trainer import train
+    from stacklab.lab.train.trainer import train
 
     out = {}
     for name in TASKS:

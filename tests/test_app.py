@@ -358,7 +358,7 @@ def test_unknown_malformed_evicted_and_damaged_runs_are_reported_not_crashed():
     import os
     from pathlib import Path
 
-    from stacklab.lab.store import RunStore
+    from stacklab.lab.runs.store import RunStore
 
     for raw, words in (("0" * 32, "not on this server"), ("../../etc/passwd", "not a run key"),
                        ("<b>x</b>" * 20, "not a run key")):
@@ -393,7 +393,7 @@ def test_compare_without_runs_says_how_to_start():
 
 def test_a_compare_link_preloads_stored_runs_side_by_side():
     import stacklab
-    from stacklab.lab.store import RunStore
+    from stacklab.lab.runs.store import RunStore
 
     store = RunStore()  # the suite's STACKLAB_RUNS, which the app's pool uses too
     learned = stacklab.train(task="shift", steps=30)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import stacklab
-from stacklab.lab.store import RunStore
+from stacklab.lab.runs.store import RunStore
 from test_app import app, wait_for_run
 
 ROPE = ('embedding(16, 64)\nattention(4, causal=true, position="rope")\nlayer_norm()\n'
@@ -105,7 +105,7 @@ def test_compare_leads_with_the_result_and_says_why_a_figure_is_missing(rope_and
 def test_choosing_a_preset_on_build_says_which_training_settings_it_set():
     """A preset brings its own steps: choosing one after raising Steps on Train says so,
     with before and after, instead of resetting Steps silently."""
-    from stacklab.serve.experiment import presets
+    from stacklab.serve.links.experiment import presets
 
     [label] = [name for name in presets() if name.startswith("Task shift")]
     at = app(task="shift")

@@ -10,7 +10,7 @@ import pytest
 import stacklab
 from stacklab import StackError, resolve
 from stacklab.core.errors import closest
-from stacklab.lab.compare import (aligned_rows, column_help, compared, comparison_html,
+from stacklab.lab.reports.compare import (aligned_rows, column_help, compared, comparison_html,
                                   length_rows, table_rows)
 from stacklab.lab.figures import (FIGURES, column_width, figures_json, fit_title,
                                   lengths_compared_plot, positional_attention_heatmap,
@@ -18,9 +18,9 @@ from stacklab.lab.figures import (FIGURES, column_width, figures_json, fit_title
 from stacklab.lab.figures.curves import loss_axis
 from stacklab.lab.figures.drawing import NO_TABLE
 from stacklab.lab.figures.style import TITLE_FONT, _CHAR_WIDTH, _shown_length
-from stacklab.lab.store import RunStore
-from stacklab.serve.changes import announcement, changed_since, holding, stale_note
-from stacklab.serve.experiment import DEFAULT, from_query
+from stacklab.lab.runs.store import RunStore
+from stacklab.serve.links.changes import announcement, changed_since, holding, stale_note
+from stacklab.serve.links.experiment import DEFAULT, from_query
 
 LEARNED = ("embedding(16, 32)\npos_embed(64)\nattention(2, causal=true)\nlayer_norm()\n"
            "linear(16)")

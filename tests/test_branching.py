@@ -10,8 +10,8 @@ import torch
 
 import stacklab
 from stacklab import StackError, resolve
-from stacklab.lab.budgets import Budgets
-from stacklab.lab.checkpoint import load_checkpoint, save_checkpoint
+from stacklab.lab.train.budgets import Budgets
+from stacklab.lab.runs.checkpoint import load_checkpoint, save_checkpoint
 from stacklab.lab.figures import run_figures
 from stacklab.lab.settings import TrainConfig
 

@@ -456,7 +456,7 @@ def rope_and_learned_on_shift():
     """RoPE and the learned table on shift (examples/encodings), evaluated at 16/32/48,
     trained here into the server's run store: their keys."""
     import stacklab
-    from stacklab.lab.store import RunStore
+    from stacklab.lab.runs.store import RunStore
 
     store = RunStore(SERVER_LOG.parent / "runs")
     keys = []

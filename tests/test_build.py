@@ -247,7 +247,7 @@ def test_branching_stack_re_resolves_and_checks_at_run_time():
 
 
 def test_branching_state_dict_keys_and_checkpoint_round_trip(tmp_path):
-    from stacklab.lab.checkpoint import load_checkpoint, save_checkpoint
+    from stacklab.lab.runs.checkpoint import load_checkpoint, save_checkpoint
 
     net = pre_ln()
     model = net.build(seed=0)

@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import save_file
 
 from stacklab import StackError, resolve
-from stacklab.lab.checkpoint import load_checkpoint, load_state, save_checkpoint
+from stacklab.lab.runs.checkpoint import load_checkpoint, load_state, save_checkpoint
 
 STEM = "embedding(500, 16)\npos_embed(32)\nlinear(4)"
 

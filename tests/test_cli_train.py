@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from stacklab.lab.checkpoint import load_checkpoint
+from stacklab.lab.runs.checkpoint import load_checkpoint
 
 METRIC_KEYS = {"task", "seq_len", "steps", "seconds", "device", "final", "history",
                "position_tables", "attention"}  # attention: SPEC §19, per layer and head

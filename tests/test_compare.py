@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import stacklab
-from stacklab.lab.compare import aligned
+from stacklab.lab.reports.compare import aligned
 from stacklab.lab.figures import figures_from_json
-from stacklab.lab.store import RunStore, StoredRun
+from stacklab.lab.runs.store import RunStore, StoredRun
 
 LEARNED = ("embedding(16, 32)\npos_embed(32)\nattention(2, causal=true)\nlayer_norm()\n"
            "linear(16)")
@@ -136,7 +136,7 @@ def test_the_table_gives_each_layers_best_head_and_a_table_less_stacks_pattern(t
     """Induction runs side by side: a column per layer and per-head score (the best head's
     value, its init in brackets), and the pattern score of a stack without a table taken
     from its heads (it has no table to score)."""
-    from stacklab.lab.compare import column_help, table_rows
+    from stacklab.lab.reports.compare import column_help, table_rows
 
     store = RunStore(tmp_path)
     rope = (Path(__file__).parent.parent / "examples" / "induction" / "rope.txt").read_text()

@@ -16,8 +16,8 @@ import pytest
 import torch
 
 from stacklab import analysis, figures
-from stacklab.lab.report_html import report_html
-from stacklab.lab.trainer import train
+from stacklab.lab.reports.html import report_html
+from stacklab.lab.train.trainer import train
 
 # The modular preset with a comment that needs escaping in HTML.
 MODULAR_SOURCE = ("# modular <b>&</b> \"stripes\"\nembedding(8, 32)\npos_embed(64)\nlinear(128)\n"

@@ -200,7 +200,7 @@ def test_hostile_inputs_give_a_network_or_a_stack_error(source, shape):
 
 # --- the app's link parsers (issue 11): any query string opens, problems stay short ---------
 
-from stacklab.serve.experiment import PARSERS, from_query, to_query  # noqa: E402
+from stacklab.serve.links.experiment import PARSERS, from_query, to_query  # noqa: E402
 
 link_values = st.one_of(
     st.text(max_size=60),

@@ -10,10 +10,11 @@ import pytest
 import torch
 
 from stacklab import figures
-from stacklab.lab import heads
+from stacklab.lab.measure import head_scores as heads
 from stacklab.lab.figures import drawing
 from stacklab.lab.tasks import IGNORE, PAD, TASKS
-from stacklab.lab.trainer import Trainer, TrainConfig, train
+from stacklab.lab.settings import TrainConfig
+from stacklab.lab.train.trainer import Trainer, train
 
 ONE_LAYER = "embedding(16, 32)\npos_embed(32)\nattention(2, causal=true)\nlinear(15)"
 
@@ -186,7 +187,7 @@ def test_the_live_figure_is_drawn_at_each_evaluation():
 def test_compare_reads_past_t_accuracy_of_a_task_with_unlabelled_positions():
     """At a longer length, induction's last position is never labelled: its accuracy is
     null, and the past-T figure averages the positions that are (a sweep crashed here)."""
-    from stacklab.lab.compare import summary
+    from stacklab.lab.reports.compare import summary
 
     run = train(task="induction", steps=20, eval_every=20, eval_lengths="16,24", seed=0)
     per_position = run.metrics()["length_generalization"]["24"]["per_position"]

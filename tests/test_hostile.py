@@ -12,8 +12,8 @@ import pytest
 
 from stacklab import StackError, parse, resolve
 from stacklab.core.language import MAX_ARGS
-from stacklab.lab.checkpoint import load_checkpoint, read_metadata
-from stacklab.serve.experiment import from_query
+from stacklab.lab.runs.checkpoint import load_checkpoint, read_metadata
+from stacklab.serve.links.experiment import from_query
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
 import app_state  # noqa: E402  (the page layer's escaping)
@@ -141,7 +141,7 @@ def test_hostile_links_and_stacks_show_as_text_on_every_page():
 
 def test_runs_over_a_classroom_budget_are_refused_before_anything_is_allocated():
     from stacklab import TrainConfig, Trainer
-    from stacklab.serve.classroom import BUDGETS
+    from stacklab.serve.limits import BUDGETS
 
     kept = ("embedding(8, 1024)\npos_embed(4096)\nlinear(8)",  # 656 MiB of snapshots before
             TrainConfig(task="modular", steps=40, batch_size=1, seq_len=32))
@@ -156,7 +156,7 @@ def test_runs_over_a_classroom_budget_are_refused_before_anything_is_allocated()
 
 def test_a_run_ends_at_its_wall_clock_limit():
     from stacklab import TrainConfig, Trainer
-    from stacklab.lab.budgets import Budgets
+    from stacklab.lab.train.budgets import Budgets
 
     run = Trainer(None, TrainConfig(task="reverse", steps=100_000),
                   budgets=Budgets(seconds=0.5)).run()
@@ -181,10 +181,10 @@ def test_a_million_row_run_is_drawn_by_its_worker_and_stored_small(tmp_path):
     reads JSON, no tensor), and ``metrics.json`` lists 4,096 rows and summarises the rest
     (it was 24.8 MiB)."""
     from stacklab import TrainConfig
-    from stacklab.lab.store import RunStore
-    from stacklab.lab.trainer import METRICS_ROWS
-    from stacklab.serve.classroom import BUDGETS
-    from stacklab.serve.pool import JobPool
+    from stacklab.lab.runs.store import RunStore
+    from stacklab.lab.train.trainer import METRICS_ROWS
+    from stacklab.serve.limits import BUDGETS
+    from stacklab.serve.workers.pool import JobPool
 
     pool = JobPool(workers=1, store=RunStore(tmp_path), budgets=BUDGETS)
     try:
@@ -207,8 +207,8 @@ def test_a_huge_runs_parsed_figures_are_not_kept_by_the_server(tmp_path):
     """Parsed, the million-row run's figures hold about 30 MiB; the server keeps only small
     runs' parsed figures between views (the JSON stays with the run)."""
     from stacklab import TrainConfig
-    from stacklab.lab.store import RunStore
-    from stacklab.serve.pool import JobPool
+    from stacklab.lab.runs.store import RunStore
+    from stacklab.serve.workers.pool import JobPool
 
     pool = JobPool(workers=1, store=RunStore(tmp_path))
     try:

@@ -8,9 +8,9 @@ import time
 import pytest
 
 from stacklab import StackError
-from stacklab.lab.store import RunStore
-from stacklab.serve.pool import JobPool
-from stacklab.lab.trainer import TrainConfig
+from stacklab.lab.runs.store import RunStore
+from stacklab.serve.workers.pool import JobPool
+from stacklab.lab.settings import TrainConfig
 
 QUICK = TrainConfig(task="position", steps=20)
 LONG = TrainConfig(task="reverse", steps=100_000)
@@ -217,7 +217,7 @@ def test_a_closed_tab_stops_watching_at_once(tmp_path):
 def test_the_server_reads_no_tensor_of_a_run_it_only_shows(pool, monkeypatch):
     """The worker draws every figure; the pool reads the run without its tensors, so a
     finished run costs the server its curves and figures, not its model and snapshots."""
-    from stacklab.lab.store import StoredRun
+    from stacklab.lab.runs.store import StoredRun
 
     def no_tensors(self, device="cpu"):
         raise AssertionError("the server read a run's tensors")
@@ -267,9 +267,9 @@ def test_importing_the_pool_leaves_multiprocessing_as_it_is():
     code = "\n".join([
         "import multiprocessing.spawn as spawn",
         "before = spawn.get_preparation_data",
-        "import stacklab.serve.pool",
+        "import stacklab.serve.workers.pool",
         "assert spawn.get_preparation_data is before, 'changed by the import'",
-        "from stacklab.serve import transport",
+        "from stacklab.serve.workers import transport",
         "context = transport.processes()",
         "patched = spawn.get_preparation_data",
         "assert patched is not before and patched.stacklab",
@@ -288,8 +288,8 @@ def test_a_stored_run_ends_for_its_watchers_before_its_figures_are_drawn(pool, c
     import threading
 
     from stacklab.lab.figures import figure_entry, figures_json, pattern_figure
-    from stacklab.lab.trainer import train
-    from stacklab.serve.job import Job
+    from stacklab.lab.train.trainer import train
+    from stacklab.serve.workers.job import Job
 
     config = TrainConfig(task="reverse", steps=40, eval_every=20)
     run = train(**dataclasses.asdict(config))

@@ -94,7 +94,7 @@ def test_lab_notebook_trains_live_and_opens_by_key(tmp_path, monkeypatch):
 
 @pytest.fixture
 def lab(tmp_path):
-    from stacklab.lab.store import RunStore
+    from stacklab.lab.runs.store import RunStore
     from stacklab.notebook import Lab
 
     return Lab(task="reverse", steps=60, store=RunStore(tmp_path))
@@ -145,7 +145,7 @@ def test_the_lab_resolves_as_you_type_and_explains_errors(lab):
 
 def test_the_lab_follows_a_new_task_or_t_by_the_apps_rule(lab):
     """One rule (`preset_changes`) for the Lab and the app's pages."""
-    from stacklab.serve.experiment import DEFAULT
+    from stacklab.serve.links.experiment import DEFAULT
 
     lab.set(seq_len=20)  # the preset stack follows T
     assert lab.source == TASKS["reverse"].preset(20) and "Parameters:" in lab._report.value

@@ -16,10 +16,10 @@ import torch
 from plotly.colors import get_colorscale
 
 from stacklab import figures
-from stacklab.lab.figures.heads import head_scores_heatmaps
+from stacklab.lab.figures.head_grids import head_scores_heatmaps
 from stacklab.lab.figures.picture import RECT_CELLS, figure_svg, svg_img
 from stacklab.lab.figures.picture_values import nice_ticks
-from stacklab.lab.trainer import train
+from stacklab.lab.train.trainer import train
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from stacklab.lab.store import RunStore
-from stacklab.lab.trainer import TrainConfig
-from stacklab.serve.pool import JobPool
+from stacklab.lab.runs.store import RunStore
+from stacklab.lab.settings import TrainConfig
+from stacklab.serve.workers.pool import JobPool
 
 ray = pytest.importorskip("ray")
 
@@ -62,7 +62,7 @@ def test_sweep_runs_on_ray_when_the_address_is_set(pool, tmp_path, cli, monkeypa
     """`stacklab sweep` with STACKLAB_RAY_ADDRESS trains its runs as Ray actors."""
     import csv
 
-    from stacklab.serve import ray_runs
+    from stacklab.serve.workers import ray_runs
 
     monkeypatch.setenv("STACKLAB_RAY_ADDRESS", "auto")
     started, original = [], ray_runs.start

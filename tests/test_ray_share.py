@@ -20,7 +20,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from stacklab.serve import ray_runs  # noqa: E402 - after the skip: it imports Ray
+from stacklab.serve.workers import ray_runs  # noqa: E402 - after the skip: it imports Ray
 from test_ray import wait_until as wait_until_in_time  # noqa: E402
 
 STEPS = 300  # a run of a second or two on an idle machine: long enough to be followed live
@@ -31,8 +31,8 @@ LIB = str(Path(ray_runs.__file__).resolve().parents[2])
 # (submit, open with run=KEY, stop, and a page polling `Job.view` until the run ends).
 SERVER = r'''
 import json, logging, sys, threading, time
-from stacklab.lab.trainer import TrainConfig
-from stacklab.serve.pool import JobPool
+from stacklab.lab.settings import TrainConfig
+from stacklab.serve.workers.pool import JobPool
 
 logging.basicConfig(level=logging.INFO)  # the pool's log: the server's log file
 pool = JobPool(workers=1)  # STACKLAB_RAY_ADDRESS and STACKLAB_RUNS: from the environment

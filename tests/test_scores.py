@@ -11,8 +11,8 @@ import torch
 
 import stacklab
 from stacklab import analysis, figures
-from stacklab.lab import scores as score_maths
-from stacklab.lab.trainer import train
+from stacklab.lab.measure import score_maths as score_maths
+from stacklab.lab.train.trainer import train
 
 LINEAR_BETWEEN = ("embedding(16, 64)\npos_embed(32)\nlinear(32)\nattention(4)\nlayer_norm()\n"
                   "linear(128)\nrelu()\nlinear(16)")
@@ -204,7 +204,7 @@ def test_metrics_hold_every_score_trained_and_at_init(tmp_path):
         assert set(scores[name]) == {"value", "init"}
     assert len(scores["cosine_by_distance"]["value"]) == 31
     assert scores["pattern"]["name"] == "period_contrast" and scores["pattern"]["value"] > 0.5
-    from stacklab.lab.store import RunStore
+    from stacklab.lab.runs.store import RunStore
 
     store = RunStore(tmp_path)
     store.save(run)

@@ -14,7 +14,7 @@ from stacklab import StackError, TrainConfig
 from stacklab.cli.flags import make_parser
 from stacklab.lab.settings import SETTINGS
 from stacklab.lab.tasks import TASKS
-from stacklab.serve.experiment import (DEFAULT, DEFAULT_TASK, FIELDS, HIDEABLE, Experiment,
+from stacklab.serve.links.experiment import (DEFAULT, DEFAULT_TASK, FIELDS, HIDEABLE, Experiment,
                                        from_query, preset_changes, task_preset, to_query)
 
 sys.path.insert(0, str(Path(__file__).parent.parent))

@@ -1,4 +1,4 @@
-"""The classroom link (`stacklab.serve.share`): built from an experiment, read back by the
+"""The classroom link (`stacklab.serve.links.share`): built from an experiment, read back by the
 app's own URL parsing, the address students can reach, the QR code and the projector's
 figure; `stacklab share`; and the pages (AppTest): the share panel, the student view and
 ``view=present``."""
@@ -18,9 +18,9 @@ from streamlit.testing.v1 import AppTest
 
 from stacklab import StackError
 from stacklab.lab.tasks import TASKS
-from stacklab.serve import share
-from stacklab.serve.experiment import DEFAULT, HIDEABLE, from_query
-from stacklab.serve.share import (ALL_PINS, check_base_url, classroom_link, experiment_of_link,
+from stacklab.serve.links import share
+from stacklab.serve.links.experiment import DEFAULT, HIDEABLE, from_query
+from stacklab.serve.links.share import (ALL_PINS, check_base_url, classroom_link, experiment_of_link,
                                   present_figure, share_address)
 
 KEY = "0123456789abcdef0123456789abcdef"

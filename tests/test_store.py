@@ -13,7 +13,7 @@ import torch
 from stacklab import StackError, TrainConfig, Trainer, train
 from stacklab.lab.figures import run_figures
 from stacklab.lab.keys import canonical_stack, is_key
-from stacklab.lab.store import RunStore
+from stacklab.lab.runs.store import RunStore
 
 QUICK = dict(task="position", steps=30, eval_every=10)
 

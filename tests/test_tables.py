@@ -14,7 +14,7 @@ from safetensors.torch import save_file
 from streamlit.testing.v1 import AppTest
 
 from stacklab import StackError
-from stacklab.lab.tables import gpt2_like_table, read_table, table_scores
+from stacklab.lab.reports.table_file import gpt2_like_table, read_table, table_scores
 
 APP = str(Path(__file__).parent.parent / "app.py")
 
@@ -130,8 +130,8 @@ def test_a_two_row_table_says_no_score_applies(tmp_path, cli):
 
 
 def test_rows_that_are_all_alike_have_no_scores_and_scale_does_not_matter():
-    from stacklab.lab import scores as S
-    from stacklab.lab.tables import table_figures
+    from stacklab.lab.measure import score_maths as S
+    from stacklab.lab.reports.table_file import table_figures
 
     for table in (torch.zeros(16, 8), torch.ones(16, 8)):
         found = table_scores(table)
@@ -143,7 +143,7 @@ def test_rows_that_are_all_alike_have_no_scores_and_scale_does_not_matter():
 
 def test_a_table_from_a_file_shows_the_catalogs_figures_that_need_only_the_table():
     from stacklab.lab.figures import FIGURES
-    from stacklab.lab.tables import table_figures
+    from stacklab.lab.reports.table_file import table_figures
 
     drawn = table_figures(gpt2_like_table(64, 16), "wpe")
     shown = [spec for spec in FIGURES if spec.on_table is not None]

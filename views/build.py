@@ -13,9 +13,9 @@ from stacklab.core.language import default_node_name
 from stacklab.core.report import is_branching
 from stacklab.core.resolve import bind_args
 from stacklab.core.shapes import DTYPES
-from stacklab.serve.classroom import MAX_STACK_CHARS, PARAM_BUDGET_BYTES
-from stacklab.serve.changes import holding
-from stacklab.serve.experiment import presets
+from stacklab.serve.limits import MAX_STACK_CHARS, PARAM_BUDGET_BYTES
+from stacklab.serve.links.changes import holding
+from stacklab.serve.links.experiment import presets
 from views import share_panel
 
 PAGE = "build"

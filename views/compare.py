@@ -4,7 +4,7 @@ same figures aligned (the session's runs, or stored runs by key; compare=K1,K2 i
 import streamlit as st
 
 import app_state
-from stacklab.lab.compare import (MAX_COMPARED, TABLE_NOTE, aligned_rows, column_help, compared,
+from stacklab.lab.reports.compare import (MAX_COMPARED, TABLE_NOTE, aligned_rows, column_help, compared,
                                   encoding, replaced, table_rows)
 from stacklab.lab.figures import column_width, fit_title
 

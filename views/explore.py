@@ -6,8 +6,8 @@ import streamlit as st
 
 import app_state
 from stacklab import StackError, Status
-from stacklab.lab.report_html import report_html
-from stacklab.lab.tables import (MAX_UPLOAD_BYTES, read_table, table_figures, table_scores,
+from stacklab.lab.reports.html import report_html
+from stacklab.lab.reports.table_file import (MAX_UPLOAD_BYTES, read_table, table_figures, table_scores,
                                  tensor_names)
 from views import share_panel
 

@@ -1,7 +1,7 @@
 """The classroom on the pages: the teacher's share panel (Train), the projector view
 (Train and Explore) and what a student on the teacher's link is told. Not a page of its
 own: views/train.py, views/explore.py and views/build.py call these. The link, the address
-and the projector's figure come from `stacklab.serve.share`."""
+and the projector's figure come from `stacklab.serve.links.share`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import streamlit as st
 
 import app_state
 from stacklab import StackError, Status
-from stacklab.serve.share import (ALL_PINS, classroom_link, lan_address, present_figure, qr_png,
+from stacklab.serve.links.share import (ALL_PINS, classroom_link, lan_address, present_figure, qr_png,
                                   share_address)
 
 PRESENT_CSS = """<style>

@@ -6,7 +6,7 @@ import app_state
 from stacklab import TASKS, StackError, Status, figures
 from stacklab.core.build import available_devices
 from stacklab.core.errors import annotate
-from stacklab.lab.compare import length_rows
+from stacklab.lab.reports.compare import length_rows
 from stacklab.lab.settings import SETTINGS
 from views import share_panel
 

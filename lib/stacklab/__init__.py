@@ -27,8 +27,9 @@ from .core.nodes import Node, Requirement
 from .core.resolve import DEFAULT_BUDGET_BYTES, resolve
 from .core.spec import OpSpec, catalog, get_op
 from .lab.tasks import TASKS, Task, get_task
-from .lab.run import Run, Status
-from .lab.trainer import TrainConfig, Trainer
+from .lab.train.run import Run, Status
+from .lab.settings import TrainConfig
+from .lab.train.trainer import Trainer
 
 __all__ = [
     "__version__",
@@ -57,8 +58,8 @@ __all__ = [
 ]
 
 # Modules reachable as ``stacklab.<name>`` (loaded on first use: figures needs plotly).
-_MODULES = {"analysis": "stacklab.lab.analysis", "figures": "stacklab.lab.figures",
-            "checkpoint": "stacklab.lab.checkpoint", "tasks": "stacklab.lab.tasks",
+_MODULES = {"analysis": "stacklab.lab.measure", "figures": "stacklab.lab.figures",
+            "checkpoint": "stacklab.lab.runs.checkpoint", "tasks": "stacklab.lab.tasks",
             "export": "stacklab.core.export", "notebook": "stacklab.notebook"}
 
 
@@ -66,7 +67,7 @@ def train(source: str | None = None, *, live: bool = False, **settings) -> Run:
     """Train ``source`` (default: the task's preset) with `TrainConfig` ``settings``; return
     the `Run`. In Jupyter it shows a progress bar, and with ``live=True`` the curves and the
     task's pattern figure updating in place (`stacklab.notebook`); elsewhere it is
-    `stacklab.lab.trainer.train`.
+    `stacklab.lab.train.trainer.train`.
 
     Raises `StackError` before training when a setting is invalid or the stack does not fit
     the task; a run that fails later ends with ``status`` ``failed`` or ``diverged``.

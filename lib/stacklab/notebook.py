@@ -21,11 +21,12 @@ import time
 from .core.errors import StackError, annotate
 from .lab.figures import pattern_figure, training_curves
 from .lab.settings import SETTINGS, TrainConfig
-from .lab.store import STORED_STATUSES, RunStore
+from .lab.runs.store import STORED_STATUSES, RunStore
 from .lab.tasks import TASKS
-from .lab.trainer import Run, Status, Trainer, fit_network
-from .lab.trainer import train as _train
-from .serve.experiment import preset_changes
+from .lab.train.run import Run, Status
+from .lab.train.trainer import Trainer, fit_network
+from .lab.train.trainer import train as _train
+from .serve.links.experiment import preset_changes
 
 __all__ = ["train", "open_run", "Lab", "in_jupyter", "LiveFigures"]
 
@@ -114,7 +115,7 @@ class LiveFigures:
 
 
 def train(source: str | None = None, *, live: bool = False, **settings) -> Run:
-    """`stacklab.lab.trainer.train`; in Jupyter with a progress bar, and with ``live=True``
+    """`stacklab.lab.train.trainer.train`; in Jupyter with a progress bar, and with ``live=True``
     the curves and the task's pattern figure updating in place as it trains. Outside
     Jupyter ``live`` changes nothing."""
     if in_jupyter():

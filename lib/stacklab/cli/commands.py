@@ -26,8 +26,9 @@ def cmd_resolve(args, parser) -> None:
 
 
 def cmd_train(args, parser) -> int:
-    from ..lab.checkpoint import run_metadata, save_checkpoint
-    from ..lab.trainer import Status, Trainer
+    from ..lab.runs.checkpoint import run_metadata, save_checkpoint
+    from ..lab.train.run import Status
+    from ..lab.train.trainer import Trainer
 
     source = read_source(args.file, parser) if args.file is not None else None
     trainer = Trainer(source, config_from(args))
@@ -46,8 +47,8 @@ def cmd_train(args, parser) -> int:
         print(f"stacklab: the run failed: {run.error}", file=sys.stderr)
         return 1
     from ..lab.figures import figures_from_json, figures_json
-    from ..lab.report_html import report_html
-    from ..lab.run_files import write_summary
+    from ..lab.reports.html import report_html
+    from ..lab.runs.files import write_summary
 
     figures = figures_json(run)  # drawn once: the report and a later `compare` share them
     save_checkpoint(out / "model.safetensors", run.model, run_metadata(run))
@@ -66,8 +67,8 @@ def cmd_train(args, parser) -> int:
 
 
 def cmd_explore(args, parser) -> int:
-    from ..lab.report_html import table_report_html
-    from ..lab.tables import read_table, table_figures, table_scores
+    from ..lab.reports.html import table_report_html
+    from ..lab.reports.table_file import read_table, table_figures, table_scores
 
     if args.rows is not None and args.rows < 2:
         parser.error("--rows must be 2 or more")

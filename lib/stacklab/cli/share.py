@@ -1,5 +1,5 @@
 """``stacklab share``: the classroom link of an experiment, as the Train page's share panel
-makes it (`stacklab.serve.share.classroom_link`), for a teacher who scripts the class."""
+makes it (`stacklab.serve.links.share.classroom_link`), for a teacher who scripts the class."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def link_values(args, parser) -> dict[str, str]:
 
 
 def cmd_share(args, parser) -> int:
-    from ..serve.experiment import from_query
-    from ..serve.share import ALL_PINS, classroom_link, is_loopback
+    from ..serve.links.experiment import from_query
+    from ..serve.links.share import ALL_PINS, classroom_link, is_loopback
 
     experiment, problems = from_query(link_values(args, parser))
     if problems:  # the app would refuse these values from the link: say so here instead

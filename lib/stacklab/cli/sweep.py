@@ -30,7 +30,7 @@ MEASURED = ("final_accuracy", "pattern_value", "past_T_at_")  # the spread table
 def open_run(text: str, store):
     """A `StoredRun` from a folder or a run key."""
     from ..lab.keys import is_key
-    from ..lab.store import StoredRun
+    from ..lab.runs.store import StoredRun
 
     if Path(text).is_dir():
         return StoredRun.of_folder(text)
@@ -48,7 +48,7 @@ def open_run(text: str, store):
 
 def write_comparison(out: Path, entries, parser, preface: str = "") -> None:
     """comparison.json and comparison.html of ``entries`` (``(label, run)`` pairs)."""
-    from ..lab.compare import comparison, comparison_html
+    from ..lab.reports.compare import comparison, comparison_html
 
     out_dir(out, parser)
     (out / "comparison.json").write_text(json.dumps(comparison(entries), indent=2) + "\n")
@@ -57,7 +57,7 @@ def write_comparison(out: Path, entries, parser, preface: str = "") -> None:
 
 
 def cmd_compare(args, parser) -> int:
-    from ..lab.store import RunStore
+    from ..lab.runs.store import RunStore
 
     args.runs = list(dict.fromkeys(args.runs))
     if len(args.runs) > 8:
@@ -104,7 +104,7 @@ def cmd_sweep(args, parser) -> int:
     preface = _spread_table(f"Task {base.task}, seeds {args.seeds}", by_stack, measured)
     write_comparison(out, first_seeds, parser, preface=preface
                      + f"<h2>Seed {seeds[0]} of each stack, figure by figure</h2>")
-    from ..lab.compare import spread
+    from ..lab.reports.compare import spread
 
     for label, found in by_stack.items():
         print(f"{label}: " + ", ".join(f"{name} {spread([row.get(name) for row in found])}"
@@ -140,9 +140,9 @@ def _stacks(paths: list[str], parser) -> list[tuple[str, str]]:
 def _train_on_pool(plan: list[PlannedRun], workers: int | None, label: str) -> list:
     """Every planned run trained on a pool of ``workers`` processes (default one per core),
     each checked before any trains; their jobs, once all have ended."""
-    from ..lab.budgets import Budgets
-    from ..lab.store import RunStore
-    from ..serve.pool import JobPool
+    from ..lab.train.budgets import Budgets
+    from ..lab.runs.store import RunStore
+    from ..serve.workers.pool import JobPool
 
     workers = workers or os.cpu_count() or 1
     pool = JobPool(workers=workers, budgets=Budgets(), ttl_seconds=10 ** 9,
@@ -172,7 +172,7 @@ def _train_on_pool(plan: list[PlannedRun], workers: int | None, label: str) -> l
 def _result_row(planned: PlannedRun, job) -> dict:
     """A run's row of results.csv: its stack, seed, key and status, then its numbers
     (final accuracy, pattern score, accuracy at each evaluated length), or its error."""
-    from ..lab.compare import summary
+    from ..lab.reports.compare import summary
 
     row = {"stack": planned.label, "seed": planned.config.seed, "key": job.key}
     if job.run is None:
@@ -199,7 +199,7 @@ def _write_csv(path: Path, rows: list[dict]) -> list[str]:
 
 def _spread_table(title: str, by_stack: dict[str, list[dict]], measured: list[str]) -> str:
     """The HTML table of each stack's ``measured`` columns, mean ± deviation over its seeds."""
-    from ..lab.compare import spread
+    from ..lab.reports.compare import spread
 
     lines = [f"<p>{title}: mean ± standard deviation over the seeds.</p><table class='runs'>"
              "<tr><th>stack</th>" + "".join(f"<th>{name}</th>" for name in measured) + "</tr>"]

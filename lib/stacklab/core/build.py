@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from .errors import StackError
+from .network import Network
 from .nodes import is_chain
 from .propagate import propagate
 from .shapes import COMPUTE_DTYPES, dtype_class, format_shape
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .network import Network
 
 _CHECKED_SHAPES_KEPT = 256
 

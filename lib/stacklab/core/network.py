@@ -6,14 +6,13 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import report
-from .build import StackModule, build
 from .nodes import Node, Requirement
 from .shapes import Shape
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
     import torch
+
 
 
 @dataclass(frozen=True)
@@ -36,6 +35,8 @@ class Network:
 
     def table(self) -> str:
         """The text report, byte for byte as in SPEC §5 (no trailing newline)."""
+        from . import report  # the report and the builder read a Network: imported where used
+
         return report.network_table(self)
 
     def __str__(self) -> str:
@@ -43,17 +44,25 @@ class Network:
 
     def to_dict(self) -> dict:
         """A JSON-able description of the network."""
+        from . import report
+
         return report.network_dict(self)
 
     def dataframe(self) -> "pandas.DataFrame":
         """The report's rows as a pandas DataFrame (plus each node's parameter count)."""
+        from . import report
+
         return report.network_dataframe(self)
 
     def _repr_html_(self) -> str:
+        from . import report
+
         return report.network_html(self)
 
     def dot(self) -> str:
         """The network as a Graphviz graph (nodes, and the shapes on the edges)."""
+        from . import report
+
         return report.network_dot(self)
 
     def node(self, name: str) -> Node:
@@ -63,12 +72,14 @@ class Network:
                 return node
         raise KeyError(name)
 
-    def build(self, seed: int | None = None, device: "str | torch.device | None" = None) -> StackModule:
-        """A `torch.nn.Module` for this network; node names become submodule names.
+    def build(self, seed: int | None = None, device: "str | torch.device | None" = None) -> "torch.nn.Module":
+        """A `stacklab.StackModule` (a `torch.nn.Module`) for this network; node names become submodule names.
 
         With ``seed`` the initial parameters are reproducible (and the same on every device:
         they are drawn on the CPU without touching the global random state).
         """
+        from .build import build
+
         return build(self, seed=seed, device=device)
 
     def activation_elements(self, batch: int = 1) -> int:

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
 
+from .network import Network
 from .nodes import is_chain
 from .shapes import format_shape
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .network import Network
 
 COLUMNS = ("index", "name", "operation", "input shapes", "output shapes")
 INPUTS_COLUMN = "inputs"  # only in a branching network's report: what each row reads

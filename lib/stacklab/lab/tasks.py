@@ -51,7 +51,7 @@ class Task:
     # The key of the run figure (`stacklab.lab.figures.FIGURES`) where the pattern shows:
     # the Train page draws it as it forms.
     pattern_figure: str = "cosine"
-    # The task's own pattern score (SPEC §15; `stacklab.lab.scores`): partner_attention,
+    # The task's own pattern score (SPEC §15; `stacklab.lab.measure.score_maths`): partner_attention,
     # period_contrast, distance_rank or rows_decoded.
     pattern_score: str = "distance_rank"
     # For partner_attention: the position each position t must find, for length T (None:

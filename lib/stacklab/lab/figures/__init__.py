@@ -2,7 +2,7 @@
 
 Every function returns a `plotly.graph_objects.Figure` built from plain tensors or a `Run`;
 nothing here imports streamlit, so the same figures show in Jupyter (``fig.show()``), in the
-app (``st.plotly_chart(fig)``) and in `stacklab.lab.report_html`. The trained length T is
+app (``st.plotly_chart(fig)``) and in `stacklab.lab.reports.html`. The trained length T is
 marked wherever it matters: rows ``>= T`` of a table never take part in training.
 
 The package: `style` (what all figures share), `heatmaps` (position against position),

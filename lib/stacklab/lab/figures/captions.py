@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import scores as score_maths
+from ..measure import score_maths
 
 if TYPE_CHECKING:
-    from .catalog import FigureContext
+    from .context import FigureContext
 
 
 def probe_caption(ctx: FigureContext) -> str:

@@ -19,7 +19,7 @@ from typing import Callable, NamedTuple, Sequence
 
 import plotly.graph_objects as go
 
-from .. import analysis
+from .. import measure as analysis
 from ..tasks import TASKS
 from .captions import (attention_score, drift_score, grad_score, head_scores_caption,
                        heads_caption, held_out_score, largest_head_score, lengths_caption,
@@ -30,7 +30,7 @@ from .curves import (cosine_by_distance_plot, length_generalization_plot, length
 from .heatmaps import (attention_heatmap, attention_snapshot_heatmaps, learned_vs_sinusoidal,
                        positional_attention_heatmap, rows_alone_heatmap, similarity_heatmap,
                        sinusoidal_resemblance, snapshot_heatmaps)
-from .heads import head_scores_heatmaps, heads_attention_grid
+from .head_grids import head_scores_heatmaps, heads_attention_grid
 from .rows import drift_plot, grad_norm_plot, pca_plot
 from .context import FigureContext, TableContext
 

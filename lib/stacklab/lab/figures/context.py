@@ -11,8 +11,8 @@ from functools import cached_property
 import torch
 
 from ...core.errors import StackError
-from .. import analysis
-from .. import heads as head_analysis
+from .. import measure as analysis
+from ..measure import head_scores as head_analysis
 from .style import MAX_TABLE_ROWS
 
 
@@ -150,8 +150,8 @@ class FigureContext:
 
 @dataclass(frozen=True)
 class TableContext:
-    """What the figures of a table from a file share (`stacklab.lab.tables`): no model, no
-    task, no training; its scores come from `stacklab.lab.tables.table_scores`."""
+    """What the figures of a table from a file share (`stacklab.lab.reports.table_file`): no model, no
+    task, no training; its scores come from `stacklab.lab.reports.table_file.table_scores`."""
 
     name: str  # what the figures call the table ("wpe")
     values: torch.Tensor  # the whole table, [N, D]

@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import analysis
+from .. import measure as analysis
 from .style import (HEIGHT, TRAINED_COLOR, UNTRAINED_COLOR, SharedFigure, as_float32,
                     mark_trained_len)
 

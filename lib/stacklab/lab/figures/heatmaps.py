@@ -15,8 +15,8 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from .. import analysis
-from .. import scores as score_maths
+from .. import measure as analysis
+from ..measure import score_maths
 from .style import (ANIMATION_CELLS, HEIGHT, KIND_TEXT, MAX_CELLS, MAX_FRAMES, as_float32,
                     as_table, check_kind, has_untrained, heatmap_layout, heatmap_trace,
                     mark_trained_len, similarity_colors, zoom, zoom_note)

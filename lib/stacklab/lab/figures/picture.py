@@ -30,8 +30,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 
-from .picture_values import (colour_scale, colours, is_number, labels, nice_ticks, png,
-                             tick_steps, z_values)
+from .picture_values import (colour_scale, colours, is_number, labels, nice_ticks, png, tick_steps,
+                             z_values)
 from .style import plain, wrap_title
 
 RECT_CELLS = 1024  # cells drawn one <rect> each; a larger map is one image

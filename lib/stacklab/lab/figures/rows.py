@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .. import analysis
+from .. import measure as analysis
 from .style import (HEIGHT, TRAINED_COLOR, UNTRAINED_COLOR, as_table, has_untrained,
                     mark_trained_len, as_float32)
 

@@ -1,0 +1,150 @@
+"""Every score of a run (SPEC §14-15), gathered from the score maths (`stacklab.lab.measure.score_maths`)
+and the probes (`stacklab.lab.measure.probes`): the rows' own scores, the symmetry of the
+attention's query-key logits, the task's pattern score, trained and at init, as JSON
+takes them (rounded, nan as None), with the reason of every score a stack cannot give.
+
+>>> rows_scores(torch.zeros(4, 2))["monotonicity"] is None  # rows all alike: no order
+True
+>>> score_text({"pattern": {"name": "partner_attention", "value": 0.714, "init": 0.06}},
+...            "pattern")
+'partner attention 0.71 (at init 0.06)'
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ...core.errors import StackError
+from . import head_scores as heads, probes
+from . import score_maths
+from .score_maths import finite_score  # public here too: the score of a run as JSON takes it
+
+__all__ = ["TABLE_SCORES", "finite_score", "rows_scores", "pattern_score", "model_scores",
+           "position_table_scores", "partner_attention_without_table",
+           "attention_pattern_without_table", "score_text"]
+
+TABLE_SCORES = ("cosine_by_distance", "translation_invariance", "monotonicity",
+                "position_probe_error")
+
+
+def rows_scores(rows: torch.Tensor) -> dict:
+    """The scores that need only the rows (``[T, D]``): a table from anywhere. Rows that
+    are all the same (or all zero) have no order to score: every score is None."""
+    rows = rows.detach().float().cpu()
+    spread = (rows.double() - rows.double().mean(0)).abs().max().item()
+    if spread <= 1e-6 * rows.double().abs().max().item() or spread == 0:
+        return {"cosine_by_distance": [None] * max(rows.shape[0] - 1, 0),
+                "translation_invariance": None, "monotonicity": None,
+                "position_probe_error": None}
+    return {"cosine_by_distance": finite_score(score_maths.cosine_by_distance(rows)),
+            "translation_invariance": finite_score(score_maths.translation_invariance(rows)),
+            "monotonicity": finite_score(score_maths.monotonicity(rows)),
+            "position_probe_error": finite_score(score_maths.position_probe_error(rows))}
+
+
+def pattern_score(task, model, node: str, T: int) -> float | None:
+    """The task's pattern score (SPEC §15) of ``node``'s first T rows in ``model``. Raises
+    `StackError` with the reason when the model cannot give it (no attention after the
+    table, or a path the rows cannot pass)."""
+    rows = model.get_submodule(node).weight[:T].detach().float().cpu()
+    kind = task.pattern_score
+    if kind == "partner_attention":
+        weights = probes.positional_attention(model, node, T)
+        if weights is None:
+            raise StackError("E_SHAPE", f"no attention follows {node}, so no position can "
+                             "look for its partner", node=node,
+                             hint="add attention(...) after the position table")
+        return finite_score(score_maths.partner_attention(weights, task.partner(T)))
+    if kind == "induction":
+        found = heads.largest(heads.model_head_scores(model, task, T, chunk=heads.head_chunk(task, T)),
+                              "induction", key=None)
+        if found is None:
+            raise StackError("E_SHAPE", "the stack has no attention, so no head can look back "
+                             "at the earlier copy", node=node,
+                             hint="add two attention(..., causal=true) layers")
+        return found
+    if kind == "period_contrast":
+        return finite_score(score_maths.period_contrast(rows, task.vocab))
+    if kind == "distance_rank":
+        return finite_score(score_maths.distance_rank(rows))
+    if kind == "rows_decoded":
+        return finite_score(score_maths.rows_decoded(probes.rows_alone_scores(model, node, T)))
+    raise ValueError(f"unknown pattern score {kind!r}")
+
+
+def model_scores(model, node: str, T: int, task) -> dict:
+    """Every score of ``node``'s first T rows as ``model`` has them: the rows' own, the
+    symmetry of the attention's query-key logits, the task's pattern; a score the model
+    cannot give is None, with its reason under ``"skipped"``."""
+    rows = model.get_submodule(node).weight[:T]
+    values = rows_scores(rows)
+    skipped = {}
+    try:
+        values["symmetry"] = finite_score(
+            score_maths.symmetry(probes.attention_logits(model, node, T)))
+    except StackError as err:
+        values["symmetry"], skipped["symmetry"] = None, err.message
+    try:
+        values["pattern"] = pattern_score(task, model, node, T)
+    except StackError as err:
+        values["pattern"], skipped["pattern"] = None, err.message
+    if skipped:
+        values["skipped"] = skipped
+    return values
+
+
+def position_table_scores(run) -> dict[str, dict]:
+    """Every score of every position table of ``run``, trained and at init (SPEC §14):
+    ``{node: {score: {"value", "init"}, "pattern": {"name", "value", "init"}}}``, with
+    ``"skipped": {score: reason}`` for scores the stack cannot give. `Run.position_table_scores`
+    keeps them for the step."""
+    T = run.config.seq_len
+    found = {}
+    for node in run.position_nodes:
+        now = model_scores(run.model, node, T, run.task)
+        init = run.initial_scores.get(node, {})
+        entry = {name: {"value": now.get(name), "init": init.get(name)}
+                 for name in (*TABLE_SCORES, "symmetry")}
+        entry["pattern"] = {"name": run.task.pattern_score, "value": now.get("pattern"),
+                            "init": init.get("pattern")}
+        if "skipped" in now:
+            entry["skipped"] = now["skipped"]
+        found[node] = entry
+    return found
+
+
+def partner_attention_without_table(run, model=None) -> tuple[str, float | None] | None:
+    """For a stack with no position table and an attention (NoPE, RoPE, ALiBi, relative)
+    on a task with partners: ``(attention's name, partner attention)`` of
+    `probes.attention_without_table` on ``model`` (default: the run's; the model as built
+    gives the score at init). None for other stacks and tasks."""
+    if run.position_nodes or run.task.partner is None:
+        return None
+    found = probes.attention_without_table(run, model)
+    if found is None:
+        return None
+    name, weights, _ = found
+    return name, finite_score(score_maths.partner_attention(weights,
+                                                            run.task.partner(run.config.seq_len)))
+
+
+def attention_pattern_without_table(model, name: str, value: float | None,
+                                    init: float | None) -> dict:
+    """The ``attention_by_position`` entry of ``metrics.json`` for attention ``name`` of
+    ``model``, whose partner score is ``value`` trained and ``init`` at init:
+    ``{"node", "position", "pattern": {"name", "value", "init"}}``. `Run.attention_pattern`
+    measures both (`partner_attention_without_table`)."""
+    return {"node": name, "position": getattr(model.get_submodule(name), "position", "none"),
+            "pattern": {"name": "partner_attention", "value": value, "init": init}}
+
+
+def score_text(entry: dict, name: str, digits: int = 2) -> str:
+    """``"partner attention 0.71 (at init 0.06)"`` for one score of an entry of
+    `position_table_scores`."""
+    score = entry[name]
+    label = (score.get("name") or name).replace("_", " ")
+    if score["value"] is None:
+        reason = entry.get("skipped", {}).get(name)
+        return f"{label}: not measured" + (f" ({reason})" if reason else "")
+    text = f"{label} {score['value']:.{digits}f}"
+    return text + (f" (at init {score['init']:.{digits}f})" if score.get("init") is not None else "")

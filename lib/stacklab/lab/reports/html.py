@@ -1,0 +1,119 @@
+"""A run as one self-contained HTML page: the task, the stack, the network report and every figure.
+
+plotly.js is inlined once, with the first figure, so the page opens offline:
+
+    from pathlib import Path
+    run = stacklab.train(task="modular", steps=300)
+    Path("report.html").write_text(report_html(run), encoding="utf-8")
+"""
+
+from __future__ import annotations
+
+import html
+
+import plotly.io as pio
+
+from ..figures import run_figures
+
+STYLE = """
+body { font-family: system-ui, sans-serif; max-width: 980px; margin: 2em auto; padding: 0 1em;
+       color: #222; line-height: 1.45; }
+pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.9em; }
+table.settings td { padding: 0.1em 1.2em 0.1em 0; }
+section.figure { margin: 2.5em 0; }
+p.caption { color: #444; }
+p.score { font-weight: 600; margin: 0.2em 0; }
+p.error { color: #a00; }
+"""
+
+
+def html_page(title: str, body: list[str], style: str = "") -> str:
+    """A whole self-contained page: ``title`` in its head, `STYLE` (and ``style`` after it),
+    and the ``body`` parts one to a line: the skeleton of ``report.html``, the table report
+    and ``comparison.html``."""
+    return "\n".join(["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
+                      f"<title>{html.escape(title)}</title>",
+                      f"<style>{STYLE}{style}</style></head><body>", *body,
+                      "</body></html>"]) + "\n"
+
+
+def _settings_rows(run) -> str:
+    config = run.config
+    final = run.final
+    rows = [
+        ("status", run.status),
+        ("trained length T", config.seq_len),
+        ("steps", f"{run.step} of {config.steps}"),
+        ("batch size", config.batch_size),
+        ("learning rate", f"{config.lr:g}"),
+        ("weight decay", f"{config.weight_decay:g}"),
+        ("seed", config.seed),
+        ("device", run.device),
+        ("time", f"{run.seconds:.1f} s"),
+        ("final held-out accuracy", f"{final['accuracy']:.1%}"),
+        ("final held-out loss", f"{final['loss']:.4f}"),
+    ]
+    return "".join(f"<tr><td>{html.escape(name)}</td><td>{html.escape(str(value))}</td></tr>"
+                   for name, value in rows)
+
+
+def report_html(run, drawn=None) -> str:
+    """The whole report of ``run`` as an HTML page that needs no network to view;
+    ``drawn``: its `run_figures`, when they are already drawn."""
+    esc = html.escape
+    task = run.task
+    parts = [
+        f"<h1>stacklab run: task <code>{esc(task.name)}</code></h1>",
+        f"<p>{esc(task.description)}</p>",
+        f"<p><strong>What the position table should learn:</strong> {esc(task.pattern)}</p>",
+    ]
+    if run.error:
+        parts.append(f"<p class='error'>{esc(run.error)}</p>")
+    parts += [
+        f"<table class='settings'>{_settings_rows(run)}</table>",
+        "<h2>Stack</h2>",
+        f"<pre class='source'>{esc(run.network.source)}</pre>",
+        "<h2>Network</h2>",
+        f"<pre class='network'>{esc(run.network.table())}</pre>",
+    ]
+    parts += figure_sections(drawn or run_figures(run))
+    return html_page(f"stacklab run: {task.name}", parts)
+
+
+def figure_sections(figures) -> list[str]:
+    """One ``<section>`` per `RunFigure` (title, score, caption, the figure); plotly.js is
+    inlined once, with the first."""
+    esc = html.escape
+    sections = []
+    for index, drawn_figure in enumerate(figures):
+        div = figure_div(drawn_figure.figure, with_plotlyjs=index == 0)
+        score = (f"<p class='score'>{esc(drawn_figure.score)}</p>" if drawn_figure.score else "")
+        sections.append(f"<section class='figure'><h2>{esc(drawn_figure.title)}</h2>{score}"
+                        f"<p class='caption'>{esc(drawn_figure.caption)}</p>{div}</section>")
+    return sections
+
+
+def figure_div(figure, with_plotlyjs: bool) -> str:
+    """``figure`` as a ``<div>`` of the page; ``with_plotlyjs``: plotly.js inlined with it
+    (the first figure of a page), so the page needs no network."""
+    return pio.to_html(figure, include_plotlyjs=with_plotlyjs, full_html=False,
+                       config={"displaylogo": False})
+
+
+def table_report_html(name: str, scores: dict, figures) -> str:
+    """The report of a position table read from a file (`stacklab.lab.reports.table_file`): its scores
+    and every figure that needs only the table."""
+    esc = html.escape
+    rows = "".join(f"<tr><td>{esc(key.replace('_', ' '))}</td><td>{esc(_shown(value))}</td></tr>"
+                   for key, value in scores.items() if key != "cosine_by_distance")
+    return html_page(f"stacklab table: {name}", [
+        f"<h1>Position table <code>{esc(name)}</code></h1>",
+        "<p>A table that was not trained here: the figures and scores that need only the "
+        "table (no model, no task).</p>",
+        f"<table class='settings'>{rows}</table>", *figure_sections(figures)])
+
+
+def _shown(value) -> str:
+    if value is None:
+        return "— (too few rows)"
+    return f"{value:.4f}" if isinstance(value, float) else str(value)

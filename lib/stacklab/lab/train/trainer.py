@@ -1,0 +1,313 @@
+"""Training a stack on a toy task, recording what its position tables do.
+
+    run = stacklab.train(task="reverse", seq_len=16)        # the task's preset stack
+    run.history[-1]       # {"step": 400, "loss": 0.01, "accuracy": 0.998}
+    run.row_grad_norm     # {"n1": tensor[max_len]}: zero beyond row T-1, exactly
+
+The loop follows minGPT's trainer: a config dataclass (`TrainConfig`, the settings
+table), events (``on_after_backward``, ``on_eval``, ... see `Trainer`) so recorders, the
+CLI's progress bar, the app and notebooks hook in without touching the loop, and a
+`Trainer.stop` that another thread may call. What the position tables do is recorded by
+`stacklab.lab.train.recorders.PositionTableRecorder`, one such hook, into the `Run`
+(`stacklab.lab.train.run`) that the trainer hands over. AdamW's weight
+decay pulls *every* row of a table towards zero, the untrained rows included: with
+``weight_decay > 0`` rows ``>= T`` drift although their gradient is exactly zero.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch.nn import functional as F
+
+from ...core.build import StackModule, pick_device
+from ...core.errors import StackError
+from ...core.network import Network
+from ...core.resolve import DEFAULT_BUDGET_BYTES, resolve
+from .budgets import Budgets
+from ..keys import run_key
+from ..measure.lengths import length_generalization
+from .recorders import PositionTableRecorder
+from .run import METRICS_ROWS, Run, Status
+from ..settings import TrainConfig
+from ..tasks import IGNORE, Task, get_task
+
+__all__ = ["Trainer", "train", "fit_network"]
+
+
+def fit_network(source: str, task: Task, seq_len: int, *, dtype: str = "float32",
+                budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Network:
+    """Resolve ``source`` for ``task`` and check it fits: ids in, one class score per position out."""
+    network = resolve(source, ["B", seq_len], input_dtype="int64", dtype=dtype,
+                      budget_bytes=budget_bytes)
+    classes = task.n_classes(seq_len)
+    first, last = network.nodes[0], network.nodes[-1]
+    if isinstance(first.args.get("vocab"), int) and first.args["vocab"] < task.vocab:
+        raise first.call.error(
+            "E_ARG", f"task {task.name} uses token ids 0..{task.vocab - 1}, but "
+            f"{first.call_text} only has {first.args['vocab']} rows", node=first.name,
+            hint=f"use embedding({task.vocab}, {first.args.get('dim', 32)}) or more")
+    wanted = ("B", seq_len, classes)
+    if network.output_shape != wanted:
+        if len(network.output_shape) == 3 and network.output_shape[:2] == ("B", seq_len):
+            message = (f"the last op must output {classes} classes for task {task.name}, but "
+                       f"it outputs {network.output_shape[-1]}")
+            hint = f"use linear({classes}) as the last op"
+        else:
+            message = (f"task {task.name} predicts a class at every position: the output must "
+                       f"be [B, {seq_len}, {classes}], but the stack gives "
+                       f"[{', '.join(map(str, network.output_shape))}]")
+            pooled = next((node for node in network.nodes if node.spec.merges_positions), None)
+            hint = (f"remove {pooled.op}(), which merges the positions, and end with "
+                    f"linear({classes})" if pooled else f"end the stack with linear({classes})")
+        raise last.call.error("E_SHAPE", message, node=last.name, hint=hint)
+    return network
+
+
+class Trainer:
+    """Trains a stack on a task; see the module docstring.
+
+    Events, in the order they fire (each callback gets the `Run`):
+
+    - ``on_start``: the model is built, nothing trained yet;
+    - ``on_after_backward``: this step's gradients are in the parameters (on the CPU the
+      loss was checked finite first; elsewhere it is checked every few steps, and a
+      divergence found later rolls the recorders back);
+    - ``on_batch_end``: the optimizer stepped; ``run.step`` is the step just done;
+    - ``on_eval``: a held-out evaluation was appended to ``run.history``; the model is good;
+    - ``on_rollback``: a non-finite loss sent the model back to its last good state;
+    - ``on_end``: the run ended, whatever its status.
+
+    The recorders hook in first, so a callback's ``on_batch_end`` already sees this step's
+    snapshot. ``recorders`` replaces the default ``(PositionTableRecorder(),)``; the
+    figures and ``metrics.json`` show the position tables that recorder recorded.
+
+    >>> trainer = Trainer(None, TrainConfig(task="position", steps=20))
+    >>> trainer.add_callback("on_eval", lambda run: None)
+    >>> trainer.run().status
+    'finished'
+    """
+
+    EVENTS = ("on_start", "on_after_backward", "on_batch_end", "on_eval", "on_rollback", "on_end")
+
+    def __init__(self, source: str | None, config: TrainConfig, *,
+                 budgets: Budgets = Budgets(), recorders: tuple | None = None):
+        self.config = config.filled()
+        self.task = get_task(self.config.task)
+        self.source = source if source is not None else self.task.preset(self.config.seq_len)
+        self.network = fit_network(self.source, self.task, self.config.seq_len,
+                                   dtype=self.config.dtype, budget_bytes=budgets.param_bytes)
+        budgets.check(self.network, self.config)
+        self.budgets = budgets
+        self.device = pick_device(self.config.device)
+        self.key = run_key(self.network, self.config, self.device.type)
+        self.callbacks: dict[str, list[Callable[[Run], None]]] = {e: [] for e in self.EVENTS}
+        self._stop = threading.Event()
+        self.run_state: Run | None = None
+        for recorder in (PositionTableRecorder(),) if recorders is None else recorders:
+            recorder.attach(self)
+
+    def add_callback(self, event: str, fn: Callable[[Run], None]) -> None:
+        if event not in self.callbacks:
+            raise ValueError(f"unknown event {event!r}; one of {', '.join(self.EVENTS)}")
+        self.callbacks[event].append(fn)
+
+    def stop(self) -> None:
+        """Ask the loop to end after the current step (safe from any thread)."""
+        self._stop.set()
+
+    def _fire(self, event: str, run: Run) -> None:
+        for fn in self.callbacks[event]:
+            fn(run)
+
+    def run(self) -> Run:
+        """Train until ``steps``, a stop, a non-finite loss or ``target_accuracy``."""
+        loop = self._start()
+        run = loop.run
+        try:
+            self._fire("on_start", run)
+            loop.model.train()
+            self._train_steps(loop)
+            if run.status == Status.RUNNING:
+                run.status = Status.FINISHED
+        except StackError as err:
+            run.status, run.error = Status.FAILED, str(err)
+        except (RuntimeError, ValueError, MemoryError) as err:
+            run.status, run.error = Status.FAILED, f"{type(err).__name__}: {err}"
+        finally:
+            self._finish(loop)
+        return run
+
+    def _start(self) -> "_Loop":
+        """A new `Run` with its model as built, and what the loop needs to train it."""
+        config, task, device = self.config, self.task, self.device
+        model = self.network.build(seed=config.seed, device=device)
+        model.set_value_checks(False)  # task data is in range by construction: no host sync
+        run = Run(config=config, task=task, network=self.network, model=model, device=device.type,
+                  key=self.key)
+        self.run_state = run
+        generator = torch.Generator().manual_seed(config.seed)
+        # dropout draws from the global CPU generator: seed it for this run, restore it after
+        global_rng = torch.random.get_rng_state()
+        torch.default_generator.manual_seed(config.seed)
+        eval_x, eval_y = task.eval_set(config.seq_len, device=device)
+        return _Loop(run=run, model=model, optimizer=_adamw(model, config), generator=generator,
+                     global_rng=global_rng, eval_x=eval_x, eval_y=eval_y,
+                     classes=task.n_classes(config.seq_len),
+                     check_every=1 if device.type == "cpu" else min(config.eval_every, 10),
+                     good=(_copy_state(model), 0), start=time.perf_counter())
+
+    def _train_steps(self, loop: "_Loop") -> None:
+        """Step after step until the last one, a stop, a time limit, a divergence or the
+        target accuracy."""
+        config = self.config
+        for step in range(1, config.steps + 1):
+            if self._stopped_before(loop, step) or not self._train_step(loop, step):
+                break
+            if step % config.eval_every == 0 or step == config.steps:
+                if not self._evaluate_step(loop, step):
+                    break
+
+    def _stopped_before(self, loop: "_Loop", step: int) -> bool:
+        """Ends the run as stopped, before ``step``, when someone asked or its time is up."""
+        run, limit = loop.run, self.budgets.seconds
+        if self._stop.is_set():
+            run.status = Status.STOPPED
+            return True
+        if limit is not None and time.perf_counter() - loop.start > limit:
+            run.status = Status.STOPPED
+            run.error = (f"time limit: the run may train for {limit:g} s on this "
+                         f"server; it stopped at step {step - 1}")
+            return True
+        return False
+
+    def _train_step(self, loop: "_Loop", step: int) -> bool:
+        """One optimizer step on a fresh batch; False when the loss is not finite (the run
+        is then rolled back)."""
+        config, run = self.config, loop.run
+        x, y = self.task.batch(config.batch_size, config.seq_len, loop.generator,
+                               self.device)  # (B, T)
+        logits = loop.model(x)  # (B, T, classes)
+        loss = F.cross_entropy(logits.reshape(-1, loop.classes).float(), y.reshape(-1),
+                               ignore_index=IGNORE)
+        loop.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if step % loop.check_every == 0 or step == config.steps:
+            value = loss.item()
+            if not math.isfinite(value):
+                self._roll_back(run, f"the training loss became {value} at step {step}", loop.good)
+                return False
+            run.train_loss.append((step, value))
+        self._fire("on_after_backward", run)
+        loop.optimizer.step()
+        run.step = step
+        self._fire("on_batch_end", run)
+        return True
+
+    def _evaluate_step(self, loop: "_Loop", step: int) -> bool:
+        """The held-out evaluation after ``step``; a finite one becomes the last good state.
+        False when the loop ends here: a non-finite loss (rolled back) or the target reached."""
+        config, run = self.config, loop.run
+        entry = self._evaluate(loop.model, loop.eval_x, loop.eval_y, loop.classes, step,
+                               config.batch_size)
+        if not math.isfinite(entry["loss"]):
+            self._roll_back(run, f"the held-out loss became {entry['loss']} at step {step}",
+                            loop.good)
+            return False
+        run.history.append(entry)
+        loop.good = _copy_state(loop.model), step
+        self._fire("on_eval", run)
+        target = config.target_accuracy
+        return not (target is not None and entry["accuracy"] >= target)
+
+    def _finish(self, loop: "_Loop") -> None:
+        """Whatever ended the run: its time, the global generator back, a last evaluation of
+        the model it hands over (unless it failed), the other lengths, and ``on_end``."""
+        config, run = self.config, loop.run
+        run.seconds = time.perf_counter() - loop.start
+        torch.random.set_rng_state(loop.global_rng)
+        # every run that did not fail ends with an evaluation of the model it hands over
+        needs_eval = not run.history or run.history[-1]["step"] != run.step
+        if run.status != Status.FAILED and needs_eval:
+            run.history.append(self._evaluate(loop.model, loop.eval_x, loop.eval_y, loop.classes,
+                                              run.step, config.batch_size))
+        if run.status != Status.FAILED and config.lengths:
+            run.length_generalization = length_generalization(run, config.lengths)
+        self._fire("on_end", run)
+
+    def _roll_back(self, run: Run, what: str, good: tuple[dict, int]) -> None:
+        """End ``run`` as diverged, back at its last good state (recorders roll back too)."""
+        state, step = good
+        run.model.load_state_dict(state)
+        run.status, run.step = Status.DIVERGED, step
+        run.error = (f"{what}; the model is back at its last good state (step {step}). "
+                     "Try a smaller lr.")
+        self._fire("on_rollback", run)
+
+    @staticmethod
+    def _evaluate(model, x, y, classes: int, step: int, chunk: int) -> dict:
+        """Held-out loss and accuracy, in chunks of the training batch size (so evaluation
+        never needs more memory than a training step), over the labelled positions (a
+        label `IGNORE` is left out, as the training loss leaves it out)."""
+        model.train(False)
+        loss_sum, correct = 0.0, 0
+        labelled = max(int((y != IGNORE).sum()), 1)  # every position, for most tasks
+        with torch.no_grad():
+            for start in range(0, x.shape[0], chunk):
+                logits = model(x[start:start + chunk]).float()  # (chunk, T, classes)
+                target = y[start:start + chunk]
+                loss_sum += F.cross_entropy(logits.reshape(-1, classes), target.reshape(-1),
+                                            reduction="sum", ignore_index=IGNORE).item()
+                correct += int((logits.argmax(-1) == target).sum())
+        model.train()
+        return {"step": step, "loss": loss_sum / labelled, "accuracy": correct / labelled}
+
+
+@dataclass
+class _Loop:
+    """What one call of `Trainer.run` trains with, besides the settings."""
+
+    run: Run
+    model: StackModule
+    optimizer: torch.optim.Optimizer
+    generator: torch.Generator  # the training batches
+    global_rng: torch.Tensor  # the global CPU generator's state before the run, restored after
+    eval_x: torch.Tensor  # the held-out set: (N, T)
+    eval_y: torch.Tensor
+    classes: int
+    check_every: int  # steps between checks that the loss is finite (each costs a host sync)
+    good: tuple[dict, int]  # the last evaluated state and its step: where a divergence goes back
+    start: float  # perf_counter at the start
+
+
+def _adamw(model, config: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with its fused kernel where torch has one (one kernel for all parameters)."""
+    try:
+        return torch.optim.AdamW(model.parameters(), lr=config.lr,
+                                 weight_decay=config.weight_decay, fused=True)
+    except (RuntimeError, ValueError):
+        return torch.optim.AdamW(model.parameters(), lr=config.lr,
+                                 weight_decay=config.weight_decay)
+
+
+def _copy_state(model) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def train(source: str | None = None, **settings) -> Run:
+    """Train ``source`` (default: the task's preset) with `TrainConfig` ``settings``; return the `Run`.
+
+    Raises `StackError` before training when a setting is invalid or the stack does not fit
+    the task; a run that fails later ends with ``status`` ``failed`` or ``diverged``.
+    """
+    callbacks = settings.pop("callbacks", {})
+    trainer = Trainer(source, TrainConfig(**settings))
+    for event, fns in callbacks.items():
+        for fn in fns if isinstance(fns, (list, tuple)) else [fns]:
+            trainer.add_callback(event, fn)
+    return trainer.run()

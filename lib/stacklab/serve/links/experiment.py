@@ -1,0 +1,221 @@
+"""An experiment as a link: every setting of the app, to and from URL query parameters.
+
+>>> exp, problems = from_query({"stack": "pos_embed(8)", "seq_len": "12", "steps": "many"})
+>>> exp.seq_len, exp.steps, problems
+(12, 400, ["steps='many' is not a whole number from 1 to 20,000; using 400"])
+>>> to_query(exp)["seq_len"]
+'12'
+
+Bad values never raise: each is reported in words and replaced by its default, so a
+mangled classroom link still opens.
+
+The fields of a link are the network's (`NETWORK_FIELDS`: stack, input shape, input
+dtype) and then every setting of `stacklab.lab.settings` that is marked for links, each
+parsed within its classroom range. `Experiment` is made from those rows, with the default
+task's preset as its defaults, so a new setting reaches links, the URL parser and the
+app by its one declaration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, make_dataclass, replace
+from typing import Callable, Mapping, Sequence
+
+from ...core.errors import choice_problem, closest, shown
+from ...core.shapes import DTYPES
+from ...lab.settings import SETTINGS, TrainConfig
+from ...lab.tasks import TASKS
+from ..limits import MAX_STACK_CHARS
+
+DEFAULT_TASK = "reverse"  # a first visit trains this task's preset
+REFERENCE_STEM = "embedding(500, 16)\npos_embed(32)\nlinear(4)"
+UI_CONTROLS = ("presets", "layers")  # Build page controls a link may hide besides the fields
+
+
+@dataclass(frozen=True)
+class LinkField:
+    """One query parameter: its name, Python type and how a link's text becomes a value."""
+
+    name: str
+    type: type
+    parse: Callable[[str], tuple[object, str | None]]  # raw -> (value or None, problem)
+
+
+def _text(name: str, limit: int):
+    def parse(raw: str):
+        if len(raw) > limit:
+            return None, f"{name} is {len(raw):,} characters long; at most {limit:,}"
+        return raw, None
+    return parse
+
+
+def _choice(name: str, options: Sequence[str]):
+    def parse(raw: str):
+        if raw in options:
+            return raw, None
+        return None, choice_problem(name, raw, options)
+    return parse
+
+
+NETWORK_FIELDS = (
+    LinkField("stack", str, _text("stack", MAX_STACK_CHARS)),
+    LinkField("input", str, _text("input", 200)),
+    LinkField("input_dtype", str, _choice("input_dtype", list(DTYPES))),
+)
+LINK_SETTINGS = tuple(row for row in SETTINGS.values() if row.link)
+FIELDS = NETWORK_FIELDS + tuple(LinkField(row.name, row.type, row.parse_link)
+                                for row in LINK_SETTINGS)
+HIDEABLE = tuple(f.name for f in FIELDS) + UI_CONTROLS
+
+
+def task_preset(task: str, seq_len: int | None = None) -> dict[str, object]:
+    """The fields a task's preset sets: its stack for ``seq_len`` and its training settings."""
+    spec = TASKS[task]
+    T = seq_len or spec.default_seq_len
+    return {"stack": spec.preset(T), "input": f"B,{T}", "input_dtype": "int64", "task": spec.name,
+            **spec.defaults(), "seq_len": T, "target_accuracy": spec.target_accuracy}
+
+
+def preset_changes(stack: str, task: str, seq_len: int, input_text: str | None = None, *,
+                   new_task: str | None = None, new_seq_len: int | None = None) -> dict:
+    """The fields that change when ``task`` becomes ``new_task`` or T becomes ``new_seq_len``,
+    under ``stack`` (and the input shape ``input_text``). The app's pages and the notebook's
+    Lab both follow this rule.
+
+    When the stack is still the task's preset, switching task or T switches the preset
+    too (and a new task brings its settings); a hand-written stack is kept, and so are the
+    settings. An input shape of ``B,T`` follows T.
+
+    >>> preset_changes("linear(4)", "reverse", 16, "B,16", new_seq_len=20)
+    {'input': 'B,20'}
+    >>> sorted(preset_changes(TASKS["reverse"].preset(16), "reverse", 16, new_task="shift"))
+    ['batch_size', 'input', 'input_dtype', 'lr', 'seq_len', 'stack', 'steps', 'target_accuracy']
+    """
+    switching = new_task is not None and new_task != task
+    new_task = new_task or task
+    new_seq_len = TASKS[new_task].default_seq_len if switching else (new_seq_len or seq_len)
+    changes = {}
+    if input_text == f"B,{seq_len}" and not switching:
+        changes["input"] = f"B,{new_seq_len}"
+    if stack == TASKS[task].preset(seq_len):
+        preset = task_preset(new_task, new_seq_len)
+        network = {f.name for f in NETWORK_FIELDS}
+        changes.update({k: v for k, v in preset.items()
+                        if k in network or (switching and k in SETTINGS and k != "task")})
+    return changes
+
+
+class _ExperimentRules:
+    """The rules of an experiment, shared by links and the app's pages."""
+
+    def with_task_preset(self, task: str | None = None, seq_len: int | None = None):
+        """This experiment switched to ``task``'s preset stack and default settings."""
+        return replace(self, **task_preset(task or self.task, seq_len))
+
+    def follow_preset(self, task: str | None = None, seq_len: int | None = None) -> dict:
+        """The fields that change with a new ``task`` or ``seq_len`` (`preset_changes`)."""
+        return preset_changes(self.stack, self.task, self.seq_len, self.input,
+                              new_task=task, new_seq_len=seq_len)
+
+    def changes_for(self, name: str, value: object) -> dict:
+        """Everything that changes when the control of field ``name`` is set to ``value``."""
+        if name in ("task", "seq_len"):
+            return {name: value, **self.follow_preset(**{name: value})}
+        return {name: value}
+
+    def train_config(self, devices: Sequence[str]) -> TrainConfig:
+        """The run this experiment asks for; a device this server lacks becomes ``auto``."""
+        values = {row.name: None if getattr(self, row.name) is None
+                  else row.type(getattr(self, row.name)) for row in LINK_SETTINGS}
+        if values["device"] not in devices:
+            values["device"] = "auto"
+        return TrainConfig(**values)
+
+
+_DEFAULTS = {**{name: getattr(TrainConfig(task=DEFAULT_TASK).filled(), name) for name in SETTINGS},
+             **task_preset(DEFAULT_TASK)}
+Experiment = make_dataclass(
+    "Experiment",
+    [(f.name, f.type, field(default=_DEFAULTS[f.name])) for f in FIELDS]
+    + [("hide", tuple, field(default=()))],  # the controls a classroom link pins
+    bases=(_ExperimentRules,), frozen=True)
+Experiment.__module__ = __name__
+Experiment.__doc__ = ("Everything a link pins: the stack, its input and the training settings "
+                      f"(fields: {', '.join(f.name for f in fields(Experiment))}).")
+DEFAULT = Experiment()
+
+
+def presets() -> dict[str, dict[str, object]]:
+    """Named starting points for the Build page: the reference page's two examples and
+    every task's preset. Each maps experiment fields to their new values."""
+    found: dict[str, dict[str, object]] = {
+        "Reference: the transformer input stem": {
+            "stack": REFERENCE_STEM, "input": "B,12", "input_dtype": "int64"},
+        "Reference: pos_embed(64), linear(8) on [B, 6, 4]": {
+            "stack": "pos_embed(64)\nlinear(8)", "input": "B,6,4", "input_dtype": "float32"},
+    }
+    for task in TASKS.values():
+        found[f"Task {task.name}: {task.description}"] = task_preset(task.name)
+    return found
+
+
+def _hide(raw: str):
+    names = tuple(dict.fromkeys(n.strip() for n in raw.split(",") if n.strip()))
+    unknown = [n for n in names if n not in HIDEABLE]
+    if unknown:
+        meant = {n: closest(n, HIDEABLE) for n in unknown}
+        fixed = [meant.get(n, n) for n in names if meant.get(n, n)]
+        guess = (f"; did you mean {', '.join(m for m in meant.values() if m)}? e.g. "
+                 f"hide={','.join(dict.fromkeys(fixed))}" if any(meant.values()) else "")
+        return (tuple(n for n in names if n in HIDEABLE),
+                f"hide: unknown control(s) {', '.join(shown(n) for n in unknown[:5])}{guess}; "
+                f"known: {', '.join(HIDEABLE)}")
+    return names, None
+
+
+PARSERS = {**{f.name: f.parse for f in FIELDS}, "hide": _hide}
+
+
+def from_query(params: Mapping[str, object]) -> tuple[Experiment, list[str]]:
+    """The experiment a link describes, and a message for every value that was refused.
+
+    ``params`` maps names to strings (or lists of strings, the last one wins). A link
+    that names a task but no stack gets that task's preset.
+    """
+    values: dict[str, object] = {}
+    refused: list[tuple[str, str, bool]] = []  # (field, problem, was the value dropped)
+    for name, parse in PARSERS.items():
+        raw = params.get(name)
+        if isinstance(raw, (list, tuple)):
+            raw = raw[-1] if raw else None
+        if raw is None:
+            continue
+        value, problem = parse(str(raw))
+        if value is not None or problem is None:  # None is a value of an optional setting
+            values[name] = value
+        if problem:
+            refused.append((name, problem, value is None))
+    experiment = DEFAULT
+    if "task" in values and "stack" not in values:
+        experiment = experiment.with_task_preset(values["task"], values.get("seq_len"))
+    experiment = replace(experiment, **values)
+    problems = [problem + (f"; using {getattr(experiment, name)!r}" if dropped else "")
+                for name, problem, dropped in refused]
+    return experiment, problems
+
+
+def to_query(experiment: Experiment) -> dict[str, str]:
+    """The query parameters of a link that reproduces ``experiment``."""
+    query = {}
+    for f in fields(Experiment):
+        value = getattr(experiment, f.name)
+        if f.name == "hide":
+            if value:
+                query["hide"] = ",".join(value)
+        elif value is None:
+            query[f.name] = "none"  # an optional setting that is off
+        elif isinstance(value, float):
+            query[f.name] = repr(value)
+        else:
+            query[f.name] = str(value)
+    return query

@@ -1,0 +1,281 @@
+"""A classroom link and the classroom's projector: the link a teacher shares (the
+experiment, the controls it pins with ``hide=``, and ``run=KEY`` once trained), the address
+students can reach it at, its QR code, and the pattern figure made readable from the back
+of a room.
+
+>>> from stacklab.serve.links.experiment import DEFAULT
+>>> classroom_link(DEFAULT, "http://10.0.0.5:8501", pinned=("task", "steps"))
+'http://10.0.0.5:8501/train?task=reverse&hide=task,steps'
+>>> link = classroom_link(DEFAULT.with_task_preset("shift"), "http://10.0.0.5:8501/")
+>>> experiment, run_key, problems = experiment_of_link(link)
+>>> experiment == replace(DEFAULT.with_task_preset("shift"), hide=ALL_PINS), run_key, problems
+(True, None, [])
+
+The link is built from the app's own parser (`experiment.from_query`): a value is left
+out only when the app, reading the link without it, arrives at the same experiment (a
+task's preset stack and settings follow from ``task=``), so every link round-trips and
+stays short enough for a QR code. Streamlit-free, like the rest of `stacklab.serve`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import io
+import socket
+from dataclasses import dataclass, replace
+from typing import Iterable
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+
+import plotly.graph_objects as go
+
+from ...core.errors import StackError, shown
+from ...lab.keys import is_key
+from ..limits import MAX_LINK_STACK_CHARS
+from .experiment import HIDEABLE, Experiment, from_query, to_query
+
+ALL_PINS = HIDEABLE  # a classroom link pins every control unless the teacher says otherwise
+ALWAYS_IN_LINK = ("task",)  # kept even at its default, so a reader of the link sees the task
+PAGES = {"build": "", "train": "train", "explore": "explore"}  # page -> its URL path
+VIEWS = ("present",)  # view=present: the projector view
+RESTART_FOR_THE_ROOM = "make run HOST=0.0.0.0"
+RESTART_WITH_STREAMLIT = "streamlit run app.py --server.address 0.0.0.0"
+
+
+def check_pins(names: Iterable[str]) -> tuple[str, ...]:
+    """``names`` in the order of `HIDEABLE` (a link's ``hide=``); ``E_ARG`` for one the app
+    does not know."""
+    names = tuple(dict.fromkeys(str(name).strip() for name in names if str(name).strip()))
+    unknown = [name for name in names if name not in HIDEABLE]
+    if unknown:
+        raise StackError("E_ARG", f"cannot pin {', '.join(shown(n) for n in unknown[:5])}: "
+                         "not a control of the app", hint=f"pin some of: {', '.join(HIDEABLE)}")
+    return tuple(name for name in HIDEABLE if name in names)
+
+
+def check_base_url(text: str) -> str:
+    """The address the app is served at (``http://10.0.0.5:8501``, perhaps with a path), with
+    no trailing slash; ``E_VALUE`` for anything else.
+
+    >>> check_base_url("http://10.0.0.5:8501/")
+    'http://10.0.0.5:8501'
+    """
+    parts = urlsplit(str(text).strip())
+    try:
+        port_ok = parts.port is None or 0 < parts.port < 65536
+    except ValueError:
+        port_ok = False
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok \
+            or parts.query or parts.fragment or parts.username or any(c.isspace() for c in text.strip()):
+        raise StackError("E_VALUE", f"{shown(text, 80)} is not the address of a server",
+                         hint="give it as http://HOST:PORT, e.g. http://10.0.0.5:8501")
+    return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+
+
+def link_query(experiment: Experiment, pinned: Iterable[str] = ALL_PINS,
+               run_key: str | None = None) -> dict[str, str]:
+    """The query of the classroom link: ``experiment`` with ``pinned`` controls hidden, and
+    ``run=KEY`` when a run exists. Raises `StackError` for a value no link can carry (one
+    outside the classroom range, a stack too long for a URL) and for a malformed key."""
+    target = replace(experiment, hide=check_pins(pinned))
+    if len(target.stack) > MAX_LINK_STACK_CHARS:
+        raise StackError("E_VALUE", f"the stack is {len(target.stack):,} characters long; a "
+                         f"link holds at most {MAX_LINK_STACK_CHARS:,}",
+                         hint="shorten the stack (comments and blank lines count too)")
+    if run_key is not None and not is_key(run_key):
+        raise StackError("E_VALUE", f"run {shown(run_key)} is not a run key (32 hex digits)",
+                         hint="give the key the app shows as run=KEY in its address")
+    query = to_query(target)
+    read_back, problems = from_query(query)
+    if problems or read_back != target:
+        raise StackError("E_ARG", "a link cannot carry this experiment: "
+                         + ("; ".join(problems) or "it reads back differently"),
+                         hint="use values within the classroom ranges (what the app accepts)")
+    for name in list(query):  # leave out what the app arrives at without it
+        if name in ALWAYS_IN_LINK or name == "hide":
+            continue
+        shorter = {k: v for k, v in query.items() if k != name}
+        if from_query(shorter) == (target, []):
+            query = shorter
+    first = {name: query[name] for name in ALWAYS_IN_LINK}  # the task leads, for a reader
+    return {**first, **query, **({"run": run_key} if run_key else {})}
+
+
+def classroom_link(experiment: Experiment, base_url: str, *, pinned: Iterable[str] = ALL_PINS,
+                   run_key: str | None = None, page: str = "train") -> str:
+    """The link a teacher gives a class: ``page`` of the app at ``base_url`` showing
+    ``experiment`` with the ``pinned`` controls hidden (all by default), attached to the run
+    ``run_key`` when given, so a student who opens it sees that run with nothing to click."""
+    if page not in PAGES:
+        raise StackError("E_VALUE", f"page {shown(page)} is not one of {', '.join(PAGES)}",
+                         hint="share the train page (the default)")
+    query = urlencode(link_query(experiment, pinned, run_key), quote_via=quote, safe=",()")
+    return f"{check_base_url(base_url)}/{PAGES[page]}?{query}"
+
+
+def experiment_of_link(link: str) -> tuple[Experiment, str | None, list[str]]:
+    """What the app makes of ``link``: its experiment, its run key (or None) and the
+    problems it reports (`experiment.from_query`, as a page opened with it does)."""
+    params = dict(parse_qsl(urlsplit(link).query, keep_blank_values=True))
+    experiment, problems = from_query(params)
+    return experiment, params.get("run"), problems
+
+
+def pins_everything(experiment: Experiment) -> bool:
+    """Whether ``experiment``'s link hides every control (a student's link: nothing to set)."""
+    return set(ALL_PINS) <= set(experiment.hide)
+
+
+def parse_view(raw: str) -> tuple[str | None, str | None]:
+    """A link's ``view=`` value: ``(view, None)``, or ``(None, problem)`` in words.
+
+    >>> parse_view("present"), parse_view("big")
+    (('present', None), (None, "view='big' is not one of present; showing the usual view"))
+    """
+    if raw in VIEWS:
+        return raw, None
+    return None, f"view={shown(raw)} is not one of {', '.join(VIEWS)}; showing the usual view"
+
+
+# --- the address students can reach ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ShareAddress:
+    """Where students open the app: ``base`` (``http://10.0.0.5:8501``), and when they may
+    not reach it, why (``warning``) and the command that fixes it (``fix``)."""
+
+    base: str
+    warning: str | None = None
+    fix: str | None = None
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether ``host`` (a name or an address, IPv6 perhaps in brackets) is this machine only.
+
+    >>> is_loopback("127.0.0.1"), is_loopback("[::1]"), is_loopback("localhost"), is_loopback("10.0.0.5")
+    (True, True, True, False)
+    """
+    host = (host or "").strip().strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_name(host_header: str) -> str:
+    return urlsplit(f"//{host_header}").hostname or ""
+
+
+def _with_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def share_address(listen: str | None, browser_host: str | None, *, port: int = 8501,
+                  scheme: str = "http", lan: str | None = None) -> ShareAddress:
+    """The address for a classroom link, from what the server listens on (``listen``, its
+    ``server.address``: empty for every interface), the Host the teacher's browser used
+    (``browser_host``, e.g. ``127.0.0.1:8501``), the server's ``port`` and this machine's
+    address on its network (``lan``, `lan_address`).
+
+    >>> share_address("0.0.0.0", "127.0.0.1:8501", lan="10.0.0.5").base
+    'http://10.0.0.5:8501'
+    >>> share_address("127.0.0.1", "127.0.0.1:8501").fix
+    'make run HOST=0.0.0.0'
+    """
+    listen = (listen or "").strip()
+    here = browser_host or _with_port(listen.strip("[]") or "127.0.0.1", port)
+    if is_loopback(listen):
+        return ShareAddress(
+            f"{scheme}://{here}",
+            warning=(f"The server listens on {listen} only, so no other device can open this "
+                     f"link. Restart it for the room with `{RESTART_FOR_THE_ROOM}` (or "
+                     f"`{RESTART_WITH_STREAMLIT}`), then open this page again."),
+            fix=RESTART_FOR_THE_ROOM)
+    if browser_host and not is_loopback(_host_name(browser_host)):
+        return ShareAddress(f"{scheme}://{browser_host}")  # the teacher reached it over the network
+    if listen not in ("", "0.0.0.0", "::"):
+        return ShareAddress(f"{scheme}://{_with_port(listen.strip('[]'), port)}")
+    if lan:
+        return ShareAddress(f"{scheme}://{_with_port(lan, port)}")
+    return ShareAddress(
+        f"{scheme}://{here}",
+        warning=("This machine has no address on a network that other devices could reach, "
+                 "so the link names this machine only. Connect it to the classroom's network "
+                 "and open this page again, or put its address (`hostname -I`) in the link."),
+        fix="hostname -I")
+
+
+def lan_address() -> str | None:
+    """This machine's IPv4 address on its network (where its default route leaves), or None.
+    A UDP ``connect`` only picks the route: no packet is sent."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1, never routed anywhere real
+            address = probe.getsockname()[0]
+    except OSError:
+        return None
+    return None if is_loopback(address) or address == "0.0.0.0" else address
+
+
+def qr_png(link: str, scale: int = 8) -> bytes:
+    """A QR code of ``link`` as PNG bytes, made in memory (``segno``), for the projector."""
+    import segno
+
+    code = segno.make(link, error="m", micro=False)
+    out = io.BytesIO()
+    code.save(out, kind="png", scale=scale, border=4)
+    return out.getvalue()
+
+
+# --- the projector view ------------------------------------------------------------------
+
+PRESENT_FONT_PX = 20  # tick labels, axis titles and the colour bar: readable across a room
+PRESENT_TITLE_PX = 26
+PRESENT_SIDE_PX = 660  # the map's side: at 1920x1080 the figure fits under the page title
+_PRESENT_MARGIN = dict(l=120, r=170, b=100)  # room for the tick labels and the colour bar
+_TITLE_LINE_PX = 36
+_TITLE_CHARS = 48  # a line of the title at PRESENT_TITLE_PX over the map's width
+
+
+def _wrapped(title: str) -> list[str]:
+    """The title's words in lines of at most `_TITLE_CHARS` (broken at spaces only, so
+    the HTML-escaped text plotly shows keeps its entities whole)."""
+    lines: list[str] = []
+    for word in title.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= _TITLE_CHARS:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines or [""]
+
+
+def present_figure(figure: go.Figure) -> go.Figure:
+    """A copy of ``figure`` for a projector: every text `PRESENT_FONT_PX` or more, and a
+    single square map sized so that its colour bar sits right beside it."""
+    fig = go.Figure(figure)
+    text = dict(font=dict(size=PRESENT_FONT_PX))
+    fig.update_layout(font=dict(size=PRESENT_FONT_PX), legend=text)
+    fig.update_xaxes(tickfont=dict(size=PRESENT_FONT_PX), title=text)
+    fig.update_yaxes(tickfont=dict(size=PRESENT_FONT_PX), title=text)
+    fig.update_annotations(font=dict(size=PRESENT_FONT_PX))
+    for trace in fig.data:
+        if "colorbar" in trace:
+            trace.update(colorbar=dict(tickfont=dict(size=PRESENT_FONT_PX), title=text,
+                                       thickness=26, xpad=14))
+    lines = _wrapped(fig.layout.title.text or "")
+    top = 40 + _TITLE_LINE_PX * len(lines)
+    fig.update_layout(title=dict(text="<br>".join(lines), font=dict(size=PRESENT_TITLE_PX),
+                                 x=0.0, xanchor="left", xref="paper", y=1.0, yanchor="top",
+                                 yref="container", pad=dict(t=20)))
+    square = (len(list(fig.select_xaxes())) == 1 == len(list(fig.select_yaxes()))
+              and fig.layout.yaxis.scaleanchor == "x")
+    if square:  # the plot area exactly square: nothing left over between map and colour bar
+        margin = {**_PRESENT_MARGIN, "t": top}
+        fig.update_layout(autosize=False, margin=margin,
+                          width=margin["l"] + PRESENT_SIDE_PX + margin["r"],
+                          height=top + PRESENT_SIDE_PX + margin["b"])
+    else:
+        fig.update_layout(height=int((fig.layout.height or 520) * 1.4), margin=dict(t=top))
+    return fig

@@ -1,0 +1,1 @@
+"""stacklab.serve.workers"""
