@@ -1,23 +1,34 @@
-# Every target creates .venv and installs what it needs on first use.
+# Every target creates .venv and installs what it needs on first use: `make run` only what
+# the app needs (about 1 GB, 1-3 minutes), `make test` the test tools on top (Ray, Playwright,
+# pytest, Jupyter's kernel: about 2 GB in all). pip prints each package as it goes.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+APP_STAMP := $(VENV)/.app-installed
 STAMP := $(VENV)/.installed
+PIP := $(PY) -m pip install --disable-pip-version-check --progress-bar off
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: run test bench docs fuzz loadtest browser wheel clean
+.PHONY: run test bench docs fuzz loadtest browser wheel screenshots clean
 
-$(STAMP): pyproject.toml
+$(APP_STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install $(PIP_QUIET) torch==2.13.0 2>&1 | grep -v "is ignored" || true
-	$(PY) -m pip install $(PIP_QUIET) -e '.[test]' 2>&1 | grep -v "is ignored" || true
+	@echo "stacklab: installing torch 2.13.0 (CPU) and the app's packages into $(VENV) ..."
+	$(PIP) torch==2.13.0 2>&1 | grep --line-buffered -v "is ignored" || true
+	$(PIP) -e . 2>&1 | grep --line-buffered -v "is ignored" | grep --line-buffered -v "^Requirement already satisfied" || true
+	$(PY) -c "import stacklab, torch, streamlit"
+	@touch $(APP_STAMP)
+
+$(STAMP): $(APP_STAMP) pyproject.toml
+	@echo "stacklab: installing the test tools (pytest, hypothesis, Playwright, Ray, Jupyter's kernel) ..."
+	$(PIP) -e '.[test]' 2>&1 | grep --line-buffered -v "is ignored" | grep --line-buffered -v "^Requirement already satisfied" || true
 	$(PY) -c "import stacklab, torch, streamlit, pytest, hypothesis"
 	@touch $(STAMP)
 
-# The app listens on this machine only; for a classroom: make run HOST=0.0.0.0
+# The app listens on this machine only; for a classroom: make run HOST=0.0.0.0 (PORT stays yours)
 HOST ?= 127.0.0.1
 PORT ?= 8501
-run: $(STAMP)
+run: $(APP_STAMP)
 	$(VENV)/bin/streamlit run app.py --server.address $(HOST) --server.port $(PORT)
 
 # Debian's Chromium for the browser tests (Playwright drives it; nothing is downloaded).

@@ -1,0 +1,40 @@
+"""What the package declares matches what its code relies on: the version ranges in
+pyproject.toml admit the installed releases, and the plotly hooks `SharedFigure` overrides
+exist in the plotly that is installed (a release that drops one fails here, not in a class)."""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+import plotly.basedatatypes
+import pytest
+
+from stacklab.lab.figures.style import SharedFigure
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def _requirement(name: str) -> str:
+    return next(dep for dep in PYPROJECT["project"]["dependencies"] if dep.startswith(name))
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".")[:2] if part.isdigit())
+
+
+@pytest.mark.parametrize("name, low, high", [("streamlit", (1, 67), (2, 0)),
+                                             ("plotly", (6, 0), (8, 0))])
+def test_the_ranges_admit_what_is_installed_and_nothing_older(name, low, high):
+    requirement = _requirement(name)
+    assert f">={low[0]}.{low[1]}" in requirement and f"<{high[0]}" in requirement, requirement
+    assert low <= _release(metadata.version(name)) < high
+
+
+def test_every_plotly_hook_shared_figure_overrides_exists():
+    hooks = [name for name in vars(SharedFigure) if name.startswith("_send_")]
+    assert len(hooks) == 7
+    missing = [name for name in hooks if not hasattr(plotly.basedatatypes.BaseFigure, name)]
+    assert not missing, f"plotly no longer has {missing}: SharedFigure would keep a stale dict"
