@@ -44,8 +44,13 @@ test: $(STAMP) browser
 bench: $(STAMP)
 	$(PY) bench/run.py
 
+# The documentation site (MkDocs, material theme; the API reference from the docstrings):
+# the op reference regenerated from the catalog, the README's screenshots copied in, built
+# with --strict into site/ (a broken link or a docstring griffe cannot read fails it).
 docs: $(STAMP)
-	$(VENV)/bin/stacklab docs --out docs
+	$(VENV)/bin/stacklab docs --out docs/ops
+	mkdir -p docs/images && cp assets/screenshots/*.png docs/images/
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 # Long property runs: thousands of generated, mutated and hostile stacks, each within 200 ms.
 fuzz: $(STAMP)
