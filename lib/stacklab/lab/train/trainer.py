@@ -34,7 +34,8 @@ from ..settings import TrainConfig
 from ..tasks import IGNORE
 from .budgets import Budgets
 from .plan import RunPlan, default_recorders, plan_model, plan_run
-from .record import Run, Status
+from . import record
+from .record import Run
 from .recorders import Recorder
 
 __all__ = ["Trainer", "train"]
@@ -104,12 +105,12 @@ class Trainer:
             self._fire("on_start", run)
             loop.model.train()
             self._train_steps(loop)
-            if run.status == Status.RUNNING:
-                run.status = Status.FINISHED
+            if run.status == record.Status.RUNNING:
+                run.status = record.Status.FINISHED
         except StackError as err:
-            run.status, run.error = Status.FAILED, str(err)
+            run.status, run.error = record.Status.FAILED, str(err)
         except (RuntimeError, ValueError, MemoryError) as err:
-            run.status, run.error = Status.FAILED, f"{type(err).__name__}: {err}"
+            run.status, run.error = record.Status.FAILED, f"{type(err).__name__}: {err}"
         finally:
             self._finish(loop)
         return run
@@ -152,10 +153,10 @@ class Trainer:
         """Ends the run as stopped, before ``step``, when someone asked or its time is up."""
         run, limit = loop.run, self.budgets.seconds
         if self._stop.is_set():
-            run.status = Status.STOPPED
+            run.status = record.Status.STOPPED
             return True
         if limit is not None and time.perf_counter() - loop.start > limit:
-            run.status = Status.STOPPED
+            run.status = record.Status.STOPPED
             run.error = (f"time limit: the run may train for {limit:g} s on this "
                          f"server; it stopped at step {step - 1}")
             return True
@@ -208,10 +209,10 @@ class Trainer:
         torch.random.set_rng_state(loop.global_rng)
         # every run that did not fail ends with an evaluation of the model it hands over
         needs_eval = not run.history or run.history[-1]["step"] != run.step
-        if run.status != Status.FAILED and needs_eval:
+        if run.status != record.Status.FAILED and needs_eval:
             run.history.append(self._evaluate(loop.model, loop.eval_x, loop.eval_y, loop.classes,
                                               run.step, config.batch_size))
-        if run.status != Status.FAILED and config.lengths:
+        if run.status != record.Status.FAILED and config.lengths:
             run.length_generalization = length_generalization(run, config.lengths)
         self._fire("on_end", run)
 
@@ -219,7 +220,7 @@ class Trainer:
         """End ``run`` as diverged, back at its last good state (recorders roll back too)."""
         state, step = good
         run.model.load_state_dict(state)
-        run.status, run.step = Status.DIVERGED, step
+        run.status, run.step = record.Status.DIVERGED, step
         run.error = (f"{what}; the model is back at its last good state (step {step}). "
                      "Try a smaller lr.")
         self._fire("on_rollback", run)
