@@ -182,7 +182,7 @@ def test_a_million_row_run_is_drawn_by_its_worker_and_stored_small(tmp_path):
     (it was 24.8 MiB)."""
     from stacklab import TrainConfig
     from stacklab.lab.runs.store import RunStore
-    from stacklab.lab.train.trainer import METRICS_ROWS
+    from stacklab.lab.train.metrics import METRICS_ROWS
     from stacklab.serve.limits import BUDGETS
     from stacklab.serve.workers.pool import JobPool
 

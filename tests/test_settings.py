@@ -155,3 +155,39 @@ def test_cli_target_accuracy_stops_at_the_first_evaluation_that_reaches_it(cli, 
     assert code == 0 and metrics["steps"] < 300 and metrics["final"]["accuracy"] >= 0.5
     code, _, err = cli("train", "--task", "modular", "--target-accuracy", "0", "--out", "x")
     assert code == 2 and "--target-accuracy" in err
+
+
+@pytest.mark.parametrize("given", [[16, 32], (16, 32), "16,32", " 32, 16,16 ", ["16", 32]])
+def test_a_list_setting_takes_python_values_and_the_links_text(given):
+    config = TrainConfig(task="repeat", seq_len=32, eval_lengths=given).filled()
+    assert set(config.lengths) == {16, 32} and config.eval_lengths in ("16,32", "32,16")
+    assert hash(TrainConfig(task="repeat", eval_lengths=given))  # a config stays hashable
+
+
+@pytest.mark.parametrize("given", [[16, 0], [True], [16.0], [16, "x"], list(range(1, 10)),
+                                   "16;32", {16: 1}])
+def test_a_list_setting_refuses_what_is_not_a_short_list_of_whole_numbers(given):
+    with pytest.raises(StackError) as info:
+        TrainConfig(task="repeat", eval_lengths=given).filled()
+    assert info.value.code == "E_ARG" and "eval_lengths must be a list" in info.value.message
+    assert "eval_lengths=[16, 32, 64]" in info.value.hint
+
+
+def test_train_takes_eval_lengths_as_a_list_and_the_cli_as_text(cli, tmp_path):
+    import json
+
+    import stacklab
+
+    run = stacklab.train(task="repeat", seq_len=32, eval_lengths=[16, 32], steps=20)
+    again = stacklab.train(task="repeat", seq_len=32, eval_lengths=(16, 32), steps=20)
+    text = stacklab.train(task="repeat", seq_len=32, eval_lengths="16,32", steps=20)
+    assert set(run.length_generalization) == {"16", "32"}
+    assert run.key == again.key == text.key and run.config.eval_lengths == "16,32"
+    code, _, err = cli("train", "--task", "repeat", "--seq-len", "32", "--steps", "20",
+                       "--eval-lengths", "16,32", "--out", str(tmp_path / "r"))
+    assert code == 0, err
+    metrics = json.loads((tmp_path / "r" / "metrics.json").read_text())
+    assert set(metrics["length_generalization"]) == {"16", "32"}
+    code, _, err = cli("train", "--task", "repeat", "--eval-lengths", "[16, 0]", "--out",
+                       str(tmp_path / "x"))
+    assert code == 2 and "--eval-lengths" in err and "Traceback" not in err

@@ -265,3 +265,46 @@ def test_training_without_positions_cannot_solve_reverse():
                 task="reverse", steps=150)
     assert run.position_nodes == [] and run.final["accuracy"] < 0.3
     assert run.metrics()["position_tables"] == {}
+
+
+def test_a_table_named_like_a_measure_keeps_its_scores_apart_from_the_heads(tmp_path):
+    """A position table may be called ``attention_heads`` (the name under which the head
+    scores at init are kept): the table's scores and the heads' stay apart, in the run, in
+    ``metrics.json`` and in the stored run."""
+    from stacklab.lab.measure import head_scores as heads, run_scores
+    from stacklab.lab.runs.store import RunStore
+
+    source = "embedding(16, 32)\nattention_heads = pos_embed(16)\nattention(2)\nlinear(16)"
+    run = train(source, task="position", steps=20, eval_every=10)
+    assert run.status == "finished" and run.position_nodes == ["attention_heads"]
+    as_built = run.network.build(seed=run.config.seed)
+    table_init = run_scores.model_scores(as_built, "attention_heads", 16, run.task)
+    heads_init = heads.model_head_scores(as_built, run.task, 16, heads.head_sequences(run.config),
+                                         run.config.eval_chunk(16))
+    metrics = run.metrics()
+    table = metrics["position_tables"]["attention_heads"]["scores"]
+    assert table["pattern"]["init"] == table_init["pattern"] is not None
+    assert table["monotonicity"]["init"] == table_init["monotonicity"]
+    for h, head in enumerate(metrics["attention"]["n2"]["heads"]):
+        for score, entry in head.items():
+            assert entry["init"] == heads_init["n2"]["heads"][h][score]
+    store = RunStore(tmp_path)
+    store.save(run)
+    again = store.load(run.key)
+    assert again.initial_scores == run.initial_scores
+    assert again.initial_measures == run.initial_measures
+    assert again.metrics()["position_tables"]["attention_heads"]["scores"] == table
+    assert again.head_scores() == run.head_scores()
+
+
+def test_the_run_record_its_analysis_metrics_and_rebuilding_are_apart():
+    """The record is data; its scores (measured once per step), metrics.json and the model
+    as built are each a thing of their own that the record hands questions to."""
+    from stacklab.lab.train import analysis, metrics, rebuild
+
+    run = train(task="position", steps=10)
+    assert isinstance(run.analysis, analysis.RunAnalysis)
+    assert run.position_table_scores() is run.analysis.position_table_scores()  # kept per step
+    assert run.metrics() == metrics.metrics_record(run)
+    as_built = rebuild.model_as_built(run)
+    assert torch.equal(as_built.n1.weight.float(), run.initial_tables["n1"])

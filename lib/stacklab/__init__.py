@@ -27,7 +27,7 @@ from .core.nodes import Node, Requirement
 from .core.resolve import DEFAULT_BUDGET_BYTES, resolve
 from .core.spec import OpSpec, catalog, get_op
 from .lab.tasks import TASKS, Task, get_task
-from .lab.train.run import Run, Status
+from .lab.train.record import Run, Status
 from .lab.settings import TrainConfig
 from .lab.train.trainer import Trainer
 

@@ -23,8 +23,9 @@ from .lab.figures import pattern_figure, training_curves
 from .lab.settings import SETTINGS, TrainConfig
 from .lab.runs.store import STORED_STATUSES, RunStore
 from .lab.tasks import TASKS
-from .lab.train.run import Run, Status
-from .lab.train.trainer import Trainer, fit_network
+from .lab.train.record import Run, Status
+from .lab.train.plan import fit_network
+from .lab.train.trainer import Trainer
 from .lab.train.trainer import train as _train
 from .serve.links.experiment import preset_changes
 

@@ -27,7 +27,7 @@ def cmd_resolve(args, parser) -> None:
 
 def cmd_train(args, parser) -> int:
     from ..lab.runs.checkpoint import run_metadata, save_checkpoint
-    from ..lab.train.run import Status
+    from ..lab.train.record import Status
     from ..lab.train.trainer import Trainer
 
     source = read_source(args.file, parser) if args.file is not None else None

@@ -35,9 +35,12 @@ def canonical_stack(network: Network) -> str:
     return "\n".join(f"{node.name} = {node.call_text}" for node in network.nodes)
 
 
-def run_key(network: Network, config: TrainConfig, device_kind: str | None = None) -> str:
+def run_key(network: Network, config: TrainConfig, device_kind: str | None = None, *,
+            start: str | None = None) -> str:
     """The key of training ``network`` with ``config`` (a filled config) on a device of
-    ``device_kind`` (default: the kind ``config.device`` picks here)."""
+    ``device_kind`` (default: the kind ``config.device`` picks here). ``start``: a digest of
+    the parameters a model built beforehand starts from (None: the network built with the
+    seed, as every run of a stack starts)."""
     record = {
         "stack": canonical_stack(network),
         "input_shape": list(network.input_shape),
@@ -48,6 +51,7 @@ def run_key(network: Network, config: TrainConfig, device_kind: str | None = Non
         "device": device_kind or pick_device(config.device).type,  # cpu, cuda or mps
         "stacklab": __version__,
         "torch": torch.__version__,
+        **({"start": start} if start is not None else {}),
     }
     digest = hashlib.sha256(json.dumps(record, sort_keys=True).encode("utf-8"))
     return digest.hexdigest()[:KEY_LENGTH]

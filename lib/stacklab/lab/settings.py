@@ -19,6 +19,7 @@ fix: set steps within range
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field, fields, replace
 from typing import Callable
 
@@ -51,8 +52,9 @@ class Setting:
     step: float = 1  # a number control's step
     metavar: str = ""  # the value's name in the CLI's usage (default N for ints, X for floats)
     optional: bool = False  # None is a value of its own ("none" in a link: the setting is off)
-    items: int = 0  # > 0: a str setting holding a comma-separated list of at most this many
-    #                 whole numbers within the ranges ("16,32,64"; "" for none)
+    items: int = 0  # > 0: a list of at most this many whole numbers within the ranges, given
+    #                 as text ("16,32,64"; "" for none) or as Python values ([16, 32, 64]);
+    #                 a filled config keeps the text
     example: str = ""  # a value as written, for a list's hints ("16,32,64")
 
     @property
@@ -83,12 +85,19 @@ class Setting:
     def _library_range(self) -> tuple:
         return self.low, self.high, self.low_open
 
-    def _list(self, text: object, low, high) -> tuple[str | None, str | None]:
-        """A list setting's canonical text ("16,32,64"), or (None, why not)."""
-        parts = [part.strip() for part in str(text).split(",") if part.strip()]
-        numbers = [_whole(part) for part in parts]
+    def _list(self, value: object, low, high) -> tuple[str | None, str | None]:
+        """A list setting's canonical text ("16,32,64") of ``value``, written as a link
+        writes it ("16,32") or as Python values (``[16, 32]``, ``(16, 32)``), or
+        (None, why not)."""
+        if isinstance(value, (list, tuple)):
+            parts = list(value)
+            numbers = [_whole(part) if isinstance(part, str) else _integer(part)
+                       for part in parts]
+        else:
+            parts = [part.strip() for part in str(value).split(",") if part.strip()]
+            numbers = [_whole(part) for part in parts]
         if len(parts) > self.items or any(n is None or not low <= n <= high for n in numbers):
-            return None, (f"{self.name}={shown(str(text))} is not a list of at most "
+            return None, (f"{self.name}={shown(str(value))} is not a list of at most "
                           f"{self.items} whole numbers from {low:,} to {high:,}")
         return ",".join(str(n) for n in dict.fromkeys(numbers)), None
 
@@ -99,7 +108,9 @@ class Setting:
             if problem:
                 raise StackError("E_ARG", f"{self.name} must be a list of at most {self.items} "
                                  f"whole numbers from {self.low:,} to {self.high:,}, not "
-                                 f"{shown(str(value))}", hint=f"e.g. {self.name}={self.example}")
+                                 f"{shown(str(value))}",
+                                 hint=f"e.g. {self.name}=[{self.example.replace(',', ', ')}] "
+                                      f"or {self.name}=\"{self.example}\"")
             return
         if self.low is not None and not self._in_range(value, *self._library_range()):
             raise StackError("E_ARG", f"{self.name} must be "
@@ -165,6 +176,13 @@ def _whole(text: str) -> int | None:
     return None
 
 
+def _integer(value: object) -> int | None:
+    """A Python whole number as an int (``True`` and 16.0 are not one); None otherwise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return None
+    return int(value)
+
+
 def _number(text: str) -> float | None:
     try:
         value = float(text) if len(text) <= 40 else math.nan
@@ -212,17 +230,25 @@ class TrainConfig:
         optional=True, step=0.01,
         help="stop at the first held-out evaluation that reaches this held-out accuracy "
              "(steps is then a ceiling); empty or none: train every step")
-    eval_lengths: str = setting(
+    eval_lengths: str | tuple[int, ...] = setting(
         str, "", label="Evaluate at lengths", metavar="LENGTHS", low=1, high=65_536,
         classroom=(1, 2048), items=8, example="16,32,64",
         help="after training, held-out accuracy at each of these sequence lengths, e.g. "
              "16,32,64 (length generalization; a length past a table's max_len is reported "
              "as such)")
 
+    def __post_init__(self):
+        # a list setting given as Python values is kept as a tuple (a config is hashable);
+        # `filled` checks it and writes it as the link does ("16,32")
+        for row in _LIST_ROWS:
+            value = getattr(self, row)
+            if isinstance(value, list):
+                object.__setattr__(self, row, tuple(value))
+
     @property
     def lengths(self) -> tuple[int, ...]:
-        """``eval_lengths`` as numbers."""
-        return tuple(int(part) for part in self.eval_lengths.split(",") if part.strip())
+        """``eval_lengths`` as numbers (of a filled config)."""
+        return tuple(int(part) for part in str(self.eval_lengths).split(",") if part.strip())
 
     def eval_chunk(self, length: int) -> int:
         """Sequences evaluated at once at ``length`` (filled config): a training batch's
@@ -246,6 +272,7 @@ class TrainConfig:
 
 SETTINGS: dict[str, Setting] = {
     f.name: Setting(name=f.name, **f.metadata[_ROW]) for f in fields(TrainConfig)}
+_LIST_ROWS = tuple(row.name for row in SETTINGS.values() if row.items)
 for _row in SETTINGS.values():  # a row a link carries needs what links and controls use
     assert not _row.link or _row.choices or _row.classroom, f"{_row.name}: no classroom range"
     assert _row.page in ("train", "build"), f"{_row.name}: no page {_row.page!r}"

@@ -55,6 +55,7 @@ def write_summary(folder: Path, run, figures: dict | None = None) -> None:
         "attention_steps": {node: [step for step, _ in frames]
                             for node, frames in run.attention_snapshots.items()},
         "initial_scores": run.initial_scores,
+        "initial_measures": run.initial_measures,
         "length_generalization": run.length_generalization,
     }
     write_text(folder / "metrics.json", json.dumps(run.metrics(), indent=2) + "\n")

@@ -49,7 +49,7 @@ from ..keys import KEY_LENGTH, is_key, run_key
 from .files import FORMAT, write_run, write_text
 from ..settings import TrainConfig
 from ..tasks import get_task
-from ..train.run import Run, Status
+from ..train.record import Run, Status
 
 if TYPE_CHECKING:
     from ...core.network import Network
@@ -283,6 +283,7 @@ class StoredRun:
         self._snapshot_steps = record["snapshot_steps"]
         self._attention_steps = record.get("attention_steps", {})
         self._initial_scores = record.get("initial_scores", {})
+        self._initial_measures = record.get("initial_measures", {})
         self._length_generalization = record.get("length_generalization", {})
 
     final = Run.final
@@ -366,6 +367,7 @@ def _read_run(folder: Path, key: str, device: str | None) -> Run:
               device=stored.device, key=key, status=stored.status, step=stored.step,
               seconds=stored.seconds, error=stored.error, history=stored.history,
               train_loss=stored.train_loss, initial_scores=stored._initial_scores,
+              initial_measures=stored._initial_measures,
               length_generalization=stored._length_generalization)
     with safe_open(str(folder / "record.safetensors"), framework="pt") as handle:
         for node, steps in stored._snapshot_steps.items():

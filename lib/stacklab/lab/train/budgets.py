@@ -29,7 +29,6 @@ from ...core.errors import StackError
 from ...core.network import Network
 from ...core.resolve import DEFAULT_BUDGET_BYTES, resolve
 from ...core.shapes import DTYPE_BYTES
-from .recorders import PositionTableRecorder
 from ..settings import TrainConfig
 from ..tasks import EVAL_SIZE
 
@@ -46,8 +45,9 @@ class Budgets:
     flops: float = 1e18  # the whole run: training steps and held-out evaluations
     seconds: float | None = None  # wall-clock limit: the run stops ("time limit")
 
-    def check(self, network: Network, config: TrainConfig) -> None:
-        """Raise ``E_BUDGET`` when the run of ``config`` (filled) would cost too much."""
+    def check(self, network: Network, config: TrainConfig, kept: int = 0) -> None:
+        """Raise ``E_BUDGET`` when the run of ``config`` (filled) would cost too much;
+        ``kept``: the bytes its recorders keep (the sum of their `Recorder.kept_bytes`)."""
         step_bytes = 3 * network.activation_elements(batch=1) * config.batch_size \
             * DTYPE_BYTES[network.dtype]
         if step_bytes > self.activation_bytes:
@@ -56,13 +56,7 @@ class Budgets:
                 f"seq_len={config.seq_len} would hold about {step_bytes / GiB:.1f} GiB of "
                 f"activations, over the budget of {self.activation_bytes / GiB:.1f} GiB",
                 hint="use a smaller batch_size or seq_len")
-        kept = PositionTableRecorder.kept_bytes(network, config)
-        if kept > self.kept_bytes:
-            raise StackError(
-                "E_BUDGET", f"the run would keep about {_size(kept)} of snapshots, initial "
-                f"tables and statistics of its position tables, over the budget of "
-                f"{_size(self.kept_bytes)}",
-                hint="use a position table with fewer rows or a smaller dim, or fewer steps")
+        self.check_kept(kept)
         for length in config.lengths:  # evaluating at another length: one chunk at a time
             longer = _network_for_length_or_none(network, length)
             if longer is None:
@@ -82,6 +76,16 @@ class Budgets:
                 f"({config.steps} steps of batch {config.batch_size}, and {evaluations} "
                 f"held-out evaluations), over the budget of {self.flops:.2g}",
                 hint="use fewer steps, a smaller batch_size or seq_len, or a smaller stack")
+
+
+    def check_kept(self, kept: int) -> None:
+        """Raise ``E_BUDGET`` when a run's recorders would keep more than ``kept_bytes``."""
+        if kept > self.kept_bytes:
+            raise StackError(
+                "E_BUDGET", f"the run would keep about {_size(kept)} of snapshots, initial "
+                f"tables and statistics of its position tables, over the budget of "
+                f"{_size(self.kept_bytes)}",
+                hint="use a position table with fewer rows or a smaller dim, or fewer steps")
 
 
 def _network_for_length_or_none(network: Network, length: int) -> Network | None:

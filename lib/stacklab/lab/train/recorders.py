@@ -1,11 +1,14 @@
 """Recorders: what a training run keeps besides the model, hooked into the trainer's events.
 
-A recorder has an ``attach(trainer)`` that registers its callbacks; the trainer attaches
-its recorders before any other callback. `PositionTableRecorder` is the one every run
-has: for every layer whose op declares the ``position_table`` role it keeps the initial
-table and its scores, snapshots during training (with the attention-by-position map when
-an attention follows the table), and the per-row gradient norm summed over steps, and it
-rolls back with the model when a run diverges.
+A recorder (`Recorder`) has an ``attach(trainer)`` that registers its callbacks, and a
+``kept_bytes(network, config)`` that says, before the run, how many bytes it will keep:
+the run's plan (`stacklab.lab.train.plan`) charges the sum over the recorders a trainer
+attaches against `Budgets.kept_bytes`. The trainer attaches its recorders before any other
+callback. `PositionTableRecorder` is the one every run has by default: for every layer
+whose op declares the ``position_table`` role it keeps the initial table and its scores,
+snapshots during training (with the attention-by-position map when an attention follows
+the table), and the per-row gradient norm summed over steps, and it rolls back with the
+model when a run diverges.
 
 >>> import stacklab
 >>> run = stacklab.train(task="position", steps=20)
@@ -16,20 +19,37 @@ rolls back with the model when a run diverges.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Callable, Protocol, runtime_checkable
 
 import torch
 
 from ...core.errors import StackError
+from ...core.network import Network
 from ..measure import probes, run_scores
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ...core.network import Network
-    from .run import Run
-    from ..settings import TrainConfig
-    from .trainer import Trainer
+from ..settings import TrainConfig
+from .record import Run
 
 FLOAT32_BYTES = 4  # every tensor the recorder keeps is float32, whatever the model's dtype
+
+
+class Events(Protocol):
+    """What a recorder attaches to: the trainer's events (`stacklab.Trainer`)."""
+
+    EVENTS: tuple[str, ...]
+
+    def add_callback(self, event: str, fn: Callable[[Run], None]) -> None: ...
+
+
+@runtime_checkable
+class Recorder(Protocol):
+    """What a run keeps besides its model, hooked into the trainer's events."""
+
+    def attach(self, trainer: Events) -> None:
+        """Register this recorder's callbacks with ``trainer.add_callback``."""
+
+    def kept_bytes(self, network: Network, config: TrainConfig) -> int:
+        """The most bytes this recorder keeps over a run of ``network`` with ``config``
+        (filled), counted before anything is allocated (the budget charges it)."""
 
 
 class PositionTableRecorder:
@@ -59,7 +79,7 @@ class PositionTableRecorder:
         return min(steps, cls.MAX_SNAPSHOTS) + 2
 
     @classmethod
-    def kept_bytes(cls, network: "Network", config: "TrainConfig") -> int:
+    def kept_bytes(cls, network: Network, config: TrainConfig) -> int:
         """Bytes this recorder keeps for a run of ``network`` with ``config`` (filled),
         counted from the network before anything is allocated: per position table its
         initial copy and the summed row gradient norms (every row), `most_frames`
@@ -89,13 +109,13 @@ class PositionTableRecorder:
         self.good_grad_sum: dict[str, torch.Tensor] = {}  # the sums at the last good state
         self.snapshot_every = 1
 
-    def attach(self, trainer: "Trainer") -> None:
+    def attach(self, trainer: Events) -> None:
         """Register a callback for every trainer event this recorder has a method for."""
         for event in trainer.EVENTS:
             if hasattr(self, event):
                 trainer.add_callback(event, getattr(self, event))
 
-    def on_start(self, run: "Run") -> None:
+    def on_start(self, run: Run) -> None:
         self.tables = run.model.layers("position_table")  # [(node name, module)]
         run.initial_tables = {name: layer.weight.detach().float().cpu().clone()
                               for name, layer in self.tables}
@@ -118,25 +138,25 @@ class PositionTableRecorder:
                 pass  # the rows cannot reach the attention: no map to animate
         self._snapshot(run, 0)
 
-    def _snapshot(self, run: "Run", step: int) -> None:
+    def _snapshot(self, run: Run, step: int) -> None:
         for name, _ in self.tables:
             run.snapshots[name].append((step, run.table(name)[:self.SNAPSHOT_ROWS].clone()))
             if name in run.attention_snapshots:
                 run.attention_snapshots[name].append(
                     (step, probes.positional_attention(run.model, name, run.config.seq_len)))
 
-    def on_after_backward(self, run: "Run") -> None:
+    def on_after_backward(self, run: Run) -> None:
         for name, layer in self.tables:
             self.grad_sum[name] += layer.weight.grad.float().norm(dim=1)  # (max_len,)
 
-    def on_batch_end(self, run: "Run") -> None:
+    def on_batch_end(self, run: Run) -> None:
         if run.step % self.snapshot_every == 0 or run.step == run.config.steps:
             self._snapshot(run, run.step)
 
-    def on_eval(self, run: "Run") -> None:
+    def on_eval(self, run: Run) -> None:
         self.good_grad_sum = _copy(self.grad_sum)
 
-    def on_rollback(self, run: "Run") -> None:
+    def on_rollback(self, run: Run) -> None:
         """Back to the sums of the last good state; snapshots that hold nan or inf go."""
         self.grad_sum = self.good_grad_sum
         for frames in (run.snapshots, run.attention_snapshots):
@@ -144,7 +164,7 @@ class PositionTableRecorder:
                 frames[name] = [(step, table) for step, table in snapshots
                                 if bool(torch.isfinite(table).all())]
 
-    def on_end(self, run: "Run") -> None:
+    def on_end(self, run: Run) -> None:
         run.row_grad_norm = {name: total.cpu() for name, total in self.grad_sum.items()}
         last = next(iter(run.snapshots.values()), [])
         if last and last[-1][0] != run.step and all(bool(torch.isfinite(run.table(name)).all())

@@ -9,7 +9,7 @@ table), events (``on_after_backward``, ``on_eval``, ... see `Trainer`) so record
 CLI's progress bar, the app and notebooks hook in without touching the loop, and a
 `Trainer.stop` that another thread may call. What the position tables do is recorded by
 `stacklab.lab.train.recorders.PositionTableRecorder`, one such hook, into the `Run`
-(`stacklab.lab.train.run`) that the trainer hands over. AdamW's weight
+(`stacklab.lab.train.record`) that the trainer hands over. AdamW's weight
 decay pulls *every* row of a table towards zero, the untrained rows included: with
 ``weight_decay > 0`` rows ``>= T`` drift although their gradient is exactly zero.
 """
@@ -25,48 +25,20 @@ from typing import Callable
 import torch
 from torch.nn import functional as F
 
-from ...core.build import StackModule, pick_device
+from torch import nn
+
+from ...core.build import StackModule
 from ...core.errors import StackError
-from ...core.network import Network
-from ...core.resolve import DEFAULT_BUDGET_BYTES, resolve
-from .budgets import Budgets
-from ..keys import run_key
 from ..measure.lengths import length_generalization
-from .recorders import PositionTableRecorder
-from .run import METRICS_ROWS, Run, Status
 from ..settings import TrainConfig
-from ..tasks import IGNORE, Task, get_task
+from ..tasks import IGNORE
+from .budgets import Budgets
+from .plan import RunPlan, default_recorders, plan_model, plan_run
+from . import record
+from .record import Run
+from .recorders import Recorder
 
-__all__ = ["Trainer", "train", "fit_network"]
-
-
-def fit_network(source: str, task: Task, seq_len: int, *, dtype: str = "float32",
-                budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Network:
-    """Resolve ``source`` for ``task`` and check it fits: ids in, one class score per position out."""
-    network = resolve(source, ["B", seq_len], input_dtype="int64", dtype=dtype,
-                      budget_bytes=budget_bytes)
-    classes = task.n_classes(seq_len)
-    first, last = network.nodes[0], network.nodes[-1]
-    if isinstance(first.args.get("vocab"), int) and first.args["vocab"] < task.vocab:
-        raise first.call.error(
-            "E_ARG", f"task {task.name} uses token ids 0..{task.vocab - 1}, but "
-            f"{first.call_text} only has {first.args['vocab']} rows", node=first.name,
-            hint=f"use embedding({task.vocab}, {first.args.get('dim', 32)}) or more")
-    wanted = ("B", seq_len, classes)
-    if network.output_shape != wanted:
-        if len(network.output_shape) == 3 and network.output_shape[:2] == ("B", seq_len):
-            message = (f"the last op must output {classes} classes for task {task.name}, but "
-                       f"it outputs {network.output_shape[-1]}")
-            hint = f"use linear({classes}) as the last op"
-        else:
-            message = (f"task {task.name} predicts a class at every position: the output must "
-                       f"be [B, {seq_len}, {classes}], but the stack gives "
-                       f"[{', '.join(map(str, network.output_shape))}]")
-            pooled = next((node for node in network.nodes if node.spec.merges_positions), None)
-            hint = (f"remove {pooled.op}(), which merges the positions, and end with "
-                    f"linear({classes})" if pooled else f"end the stack with linear({classes})")
-        raise last.call.error("E_SHAPE", message, node=last.name, hint=hint)
-    return network
+__all__ = ["Trainer", "train"]
 
 
 class Trainer:
@@ -95,21 +67,21 @@ class Trainer:
 
     EVENTS = ("on_start", "on_after_backward", "on_batch_end", "on_eval", "on_rollback", "on_end")
 
-    def __init__(self, source: str | None, config: TrainConfig, *,
-                 budgets: Budgets = Budgets(), recorders: tuple | None = None):
-        self.config = config.filled()
-        self.task = get_task(self.config.task)
-        self.source = source if source is not None else self.task.preset(self.config.seq_len)
-        self.network = fit_network(self.source, self.task, self.config.seq_len,
-                                   dtype=self.config.dtype, budget_bytes=budgets.param_bytes)
-        budgets.check(self.network, self.config)
-        self.budgets = budgets
-        self.device = pick_device(self.config.device)
-        self.key = run_key(self.network, self.config, self.device.type)
+    def __init__(self, source: str | RunPlan | StackModule | None,
+                 config: TrainConfig | None = None, *, budgets: Budgets = Budgets(),
+                 recorders: tuple[Recorder, ...] | None = None):
+        """Train a plan (`stacklab.lab.train.plan.plan_run`), or plan one here: of a stack
+        (``source``; None: the task's preset) or of a model built beforehand (a
+        `StackModule`, trained as it is) with ``config`` and ``budgets``."""
+        recorders = default_recorders() if recorders is None else tuple(recorders)
+        self.plan = _plan_of(source, config, budgets, recorders)
+        self.config, self.task, self.source = self.plan.config, self.plan.task, self.plan.source
+        self.network, self.budgets = self.plan.network, self.plan.budgets
+        self.device, self.key = self.plan.device, self.plan.key
         self.callbacks: dict[str, list[Callable[[Run], None]]] = {e: [] for e in self.EVENTS}
         self._stop = threading.Event()
         self.run_state: Run | None = None
-        for recorder in (PositionTableRecorder(),) if recorders is None else recorders:
+        for recorder in recorders:
             recorder.attach(self)
 
     def add_callback(self, event: str, fn: Callable[[Run], None]) -> None:
@@ -133,12 +105,12 @@ class Trainer:
             self._fire("on_start", run)
             loop.model.train()
             self._train_steps(loop)
-            if run.status == Status.RUNNING:
-                run.status = Status.FINISHED
+            if run.status == record.Status.RUNNING:
+                run.status = record.Status.FINISHED
         except StackError as err:
-            run.status, run.error = Status.FAILED, str(err)
+            run.status, run.error = record.Status.FAILED, str(err)
         except (RuntimeError, ValueError, MemoryError) as err:
-            run.status, run.error = Status.FAILED, f"{type(err).__name__}: {err}"
+            run.status, run.error = record.Status.FAILED, f"{type(err).__name__}: {err}"
         finally:
             self._finish(loop)
         return run
@@ -146,10 +118,14 @@ class Trainer:
     def _start(self) -> "_Loop":
         """A new `Run` with its model as built, and what the loop needs to train it."""
         config, task, device = self.config, self.task, self.device
-        model = self.network.build(seed=config.seed, device=device)
+        given = self.plan.model
+        if given is None:
+            model, start_state = self.network.build(seed=config.seed, device=device), None
+        else:  # a model built beforehand: trained in place, from its parameters now
+            model, start_state = given.to(device), _copy_state(given)
         model.set_value_checks(False)  # task data is in range by construction: no host sync
         run = Run(config=config, task=task, network=self.network, model=model, device=device.type,
-                  key=self.key)
+                  key=self.key, start_state=start_state)
         self.run_state = run
         generator = torch.Generator().manual_seed(config.seed)
         # dropout draws from the global CPU generator: seed it for this run, restore it after
@@ -177,10 +153,10 @@ class Trainer:
         """Ends the run as stopped, before ``step``, when someone asked or its time is up."""
         run, limit = loop.run, self.budgets.seconds
         if self._stop.is_set():
-            run.status = Status.STOPPED
+            run.status = record.Status.STOPPED
             return True
         if limit is not None and time.perf_counter() - loop.start > limit:
-            run.status = Status.STOPPED
+            run.status = record.Status.STOPPED
             run.error = (f"time limit: the run may train for {limit:g} s on this "
                          f"server; it stopped at step {step - 1}")
             return True
@@ -233,10 +209,10 @@ class Trainer:
         torch.random.set_rng_state(loop.global_rng)
         # every run that did not fail ends with an evaluation of the model it hands over
         needs_eval = not run.history or run.history[-1]["step"] != run.step
-        if run.status != Status.FAILED and needs_eval:
+        if run.status != record.Status.FAILED and needs_eval:
             run.history.append(self._evaluate(loop.model, loop.eval_x, loop.eval_y, loop.classes,
                                               run.step, config.batch_size))
-        if run.status != Status.FAILED and config.lengths:
+        if run.status != record.Status.FAILED and config.lengths:
             run.length_generalization = length_generalization(run, config.lengths)
         self._fire("on_end", run)
 
@@ -244,7 +220,7 @@ class Trainer:
         """End ``run`` as diverged, back at its last good state (recorders roll back too)."""
         state, step = good
         run.model.load_state_dict(state)
-        run.status, run.step = Status.DIVERGED, step
+        run.status, run.step = record.Status.DIVERGED, step
         run.error = (f"{what}; the model is back at its last good state (step {step}). "
                      "Try a smaller lr.")
         self._fire("on_rollback", run)
@@ -297,6 +273,22 @@ def _adamw(model, config: TrainConfig) -> torch.optim.AdamW:
 
 def _copy_state(model) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _plan_of(source, config: TrainConfig | None, budgets: Budgets, recorders) -> RunPlan:
+    """The plan a `Trainer` trains: ``source`` itself, or the plan of a model or a stack."""
+    if isinstance(source, RunPlan):
+        return source.charged(recorders)
+    if isinstance(source, StackModule):
+        return plan_model(source, config, budgets=budgets, recorders=recorders)
+    if isinstance(source, nn.Module):
+        raise StackError("E_VALUE", f"a {type(source).__name__} is not a built stack: the "
+                         "trainer records and scores layers by the role their op declares",
+                         hint="build the model from a stack: stacklab.resolve(...).build()")
+    if config is None:
+        raise StackError("E_ARG", "a stack needs its settings to train",
+                         hint="e.g. Trainer(source, TrainConfig(task=\"reverse\"))")
+    return plan_run(source, config, budgets=budgets, recorders=recorders)
 
 
 def train(source: str | None = None, **settings) -> Run:

@@ -25,7 +25,7 @@ from ...lab.figures import (RunFigure, figure_from_entry, figures_from_json, pat
                             run_figures, training_curves)
 from ...lab.runs.store import StoredRun
 from ...lab.settings import TrainConfig
-from ...lab.train.run import Status
+from ...lab.train.record import Status
 from ...lab.train.trainer import Trainer
 
 if TYPE_CHECKING:

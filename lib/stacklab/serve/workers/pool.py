@@ -47,17 +47,17 @@ from ...lab.train.budgets import Budgets
 from ...lab.keys import is_key
 from ...lab.runs.store import STORED_STATUSES, RunStore
 from ...lab.settings import TrainConfig
-from ...lab.train.run import Status
-from ...lab.train.trainer import Trainer
+from ...lab.train.record import Status
+from ...lab.train.plan import RunPlan, plan_run
 from ..limits import (BUDGETS, FINISHED_RUNS_KEPT, MAX_QUEUED_RUNS, RUNS_KEPT_PER_SESSION,
                       SESSION_TTL_SECONDS)
 from .job import Job, JobView, release_memory
+from .plan_cache import PlanCache
 from .transport import LocalProcess, RayActor, Transport, every, processes, relay, warm_fork_server
 
 __all__ = ["Job", "JobPool", "JobView"]
 
 log = logging.getLogger("stacklab.pool")
-CHECKED_KEPT = 256  # runs whose check (`JobPool.check`) is remembered
 
 
 class JobPool:
@@ -98,7 +98,7 @@ class JobPool:
         self._seen: dict[str, float] = {}  # owner -> last time it polled
         self._live: dict[str, Job] = {}  # key -> its queued or running job
         self._done: OrderedDict[str, Job] = OrderedDict()  # key -> finished job, newest last
-        self._checked: OrderedDict[tuple, Trainer] = OrderedDict()  # (stack, config) -> trainer
+        self._checked = PlanCache()  # the plans `check` made, bounded in bytes
         self._ids = itertools.count(1)
         self._threads: list[threading.Thread] = []
         self._closed = False
@@ -118,32 +118,29 @@ class JobPool:
         An owner watches at most one active job: submitting another detaches it from the
         previous one (which stops if nobody else watches it).
         """
-        trainer = self.check(source, config)
+        plan = self.check(source, config)
         with self._lock:
             self._forget_idle_locked()
             if self._closed:
                 raise StackError("E_BUDGET", "the server is shutting down", hint="try again later")
-        return self._attach(owner, trainer.key, lambda: self._queue_locked(trainer))
+        return self._attach(owner, plan.key, lambda: self._queue_locked(plan))
 
     def open(self, owner: str, key: str) -> Job | None:
         """Attach ``owner`` to the run ``key`` (live, finished here, or in the store): a
         reload or a link with ``run=KEY``. None when no run has that key."""
         return self._attach(owner, key)
 
-    def check(self, source: str | None, config: TrainConfig) -> Trainer:
-        """The trainer a submit would queue; raises `StackError` if the run is not allowed.
-        Remembered per stack and settings: every script run of the Train page checks its
-        run, and a classroom's sessions all check the same one (the trainer only carries
-        the run to its worker, which makes its own)."""
-        with self._lock:
-            trainer = self._checked.get((source, config))
-        if trainer is None:
-            trainer = Trainer(source, config, budgets=self.budgets)
-            with self._lock:
-                self._checked[(source, config)] = trainer
-                while len(self._checked) > CHECKED_KEPT:
-                    self._checked.popitem(last=False)
-        return trainer
+    def check(self, source: str | None, config: TrainConfig) -> RunPlan:
+        """The plan a submit would queue (`stacklab.lab.train.plan.plan_run`); raises
+        `StackError` if the run is not allowed. Remembered per stack and settings within a
+        bound in bytes (`PlanCache`): every script run of the Train page checks its run,
+        and a classroom's sessions all check the same one (the worker trains the plan's
+        source and settings again)."""
+        plan = self._checked.get(source, config)
+        if plan is None:
+            plan = plan_run(source, config, budgets=self.budgets)
+            self._checked.put(source, config, plan)
+        return plan
 
     def stop(self, owner: str, job_id: int) -> bool:
         """Stop watching one of ``owner``'s jobs; the run itself stops (a queued one never
@@ -238,12 +235,12 @@ class JobPool:
             self._give_locked(owner, job)
         return job
 
-    def _queue_locked(self, trainer: Trainer) -> Job:
-        """A new job for ``trainer``, at the end of the queue; `StackError` when full."""
+    def _queue_locked(self, plan: RunPlan) -> Job:
+        """A new job for ``plan``, at the end of the queue; `StackError` when full."""
         if len(self._queue) >= self.max_queued:
             raise StackError("E_BUDGET", f"{len(self._queue)} runs are already waiting",
                              hint="wait for a few runs to finish, then press Train again")
-        job = Job(next(self._ids), trainer=trainer)
+        job = Job(next(self._ids), trainer=plan)
         job._pool = self
         self._live[job.key] = job
         self._queue.append(job)
@@ -283,14 +280,14 @@ class JobPool:
             return self._from_store(key)
         source, config, seconds = follow.setup
         try:
-            trainer = self.check(source, config)
+            plan = self.check(source, config)
         except StackError as err:  # the run is not one this server would start
             log.warning("run %s on the cluster is not followed: %s", key, err)
-            trainer = None
+            plan = None
         with self._lock:
             job = self._known_locked(key)
-            if job is None and trainer is not None and trainer.key == key and not self._closed:
-                job = Job(next(self._ids), trainer=trainer)
+            if job is None and plan is not None and plan.key == key and not self._closed:
+                job = Job(next(self._ids), trainer=plan)
                 job._pool, job.stop_event = self, follow.stop_event
                 job.status, job.started = Status.RUNNING, time.monotonic() - seconds
                 self._live[key] = job

@@ -33,7 +33,7 @@ from ...lab.train.budgets import Budgets
 from ...lab.figures import figure_entry, figures_json, pattern_figure
 from ...lab.runs.store import STORED_STATUSES, RunStore
 from ...lab.settings import TrainConfig
-from ...lab.train.run import Status
+from ...lab.train.record import Status
 from ...lab.train.trainer import Trainer
 
 PROGRESS_SECONDS = 0.1
