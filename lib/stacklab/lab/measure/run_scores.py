@@ -31,8 +31,9 @@ def rows_scores(rows: torch.Tensor) -> dict:
     """The scores that need only the rows (``[T, D]``): a table from anywhere. Rows that
     are all the same (or all zero) have no order to score: every score is None."""
     rows = rows.detach().float().cpu()
-    spread = (rows.double() - rows.double().mean(0)).abs().max().item()
-    if spread <= 1e-6 * rows.double().abs().max().item() or spread == 0:
+    exact = rows.double()  # one float64 copy: a wide table's rows are many bytes
+    spread = (exact - exact.mean(0)).abs_().max().item()
+    if spread <= 1e-6 * exact.abs().max().item() or spread == 0:
         return {"cosine_by_distance": [None] * max(rows.shape[0] - 1, 0),
                 "translation_invariance": None, "monotonicity": None,
                 "position_probe_error": None}
