@@ -32,6 +32,8 @@ from ..figures import (COMPARED_FIGURES, FIGURES, ComparedRun, RunFigure, absent
                        compared_figures, figure_spec, figures_from_json, fit_title)
 from ..figures.curves import past_trained
 from ..figures.drawing import NO_TABLE
+from ..measure.head_scores import head_score_label
+from ..measure.run_scores import PATTERN_SCORES
 from .html import figure_div, html_page
 
 # Runs the Compare page (and a compare= link) puts side by side: four columns still read.
@@ -108,8 +110,9 @@ def _summary(run, metrics: dict, damaged: str | None = None) -> dict:
         pattern = metrics.get("attention_by_position", {}).get("pattern",
                                                                {"name": None, "value": None,
                                                                 "init": None})
-    if not pattern.get("name"):  # no table: a per-head pattern score (induction's) if any
-        pattern = _pattern_of_heads(metrics, run.task.pattern_score) or pattern
+    of_heads = getattr(PATTERN_SCORES.get(run.task.pattern_score), "head_score", None)
+    if not pattern.get("name") and of_heads:  # no table: a per-head pattern score (induction's)
+        pattern = _pattern_of_heads(metrics, of_heads) or pattern
     T = run.config.seq_len
     lengths = {}
     for length, entry in metrics.get("length_generalization", {}).items():
@@ -257,7 +260,7 @@ def best_heads(metrics: dict) -> dict[str, dict]:
         heads = block["heads"]
         for score in dict.fromkeys(name for head in heads for name in head):
             best = max(range(len(heads)), key=lambda h: heads[h].get(score, {}).get("value", -1))
-            name = HEAD.format(layer=block["layer"], score=score.replace("_", " "))
+            name = HEAD.format(layer=block["layer"], score=head_score_label(score))
             found[name] = {**heads[best][score], "head": best}
     return found
 
