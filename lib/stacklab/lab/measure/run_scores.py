@@ -22,9 +22,9 @@ from . import head_scores as heads, probes
 from . import score_maths
 from .score_maths import finite_score  # public here too: the score of a run as JSON takes it
 
-__all__ = ["TABLE_SCORES", "PatternScore", "PATTERN_SCORES", "pattern_needs", "finite_score", "rows_scores", "pattern_score", "model_scores",
-           "position_table_scores", "partner_attention_without_table",
-           "attention_pattern_without_table", "score_text"]
+__all__ = ["TABLE_SCORES", "PatternScore", "PATTERN_SCORES", "pattern_needs", "finite_score",
+           "rows_scores", "pattern_score", "model_scores", "position_table_scores",
+           "partner_attention_without_table", "attention_pattern_without_table", "score_text"]
 
 TABLE_SCORES = ("cosine_by_distance", "translation_invariance", "monotonicity",
                 "position_probe_error")

@@ -133,8 +133,8 @@ class RunStore:
         if final.exists():
             if self.load(run.key, device="cpu") is not None and self._whole(run.key):
                 return final  # stored already (and now the most recently used)
-            damaged = self.root / f".tmp-damaged-{run.key}-{uuid.uuid4().hex[:8]}"
-            os.rename(final, damaged)  # a damaged folder must not block its key; cleared later
+            aside = self.root / f".tmp-damaged-{run.key}-{uuid.uuid4().hex[:8]}"
+            os.rename(final, aside)  # a damaged folder must not block its key; cleared later
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f".tmp-{run.key}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
@@ -340,9 +340,14 @@ class StoredRun:
         try:
             self.metrics()
             self.figures()
+            if not (self.folder / MODEL).is_file():
+                raise damaged(self.folder, self.key, MODEL, "is missing")
             read_metadata(self.folder / MODEL, max_data_bytes=self.network.param_bytes)
         except StackError as err:
-            return err if err.code == "E_DAMAGED" else damaged(self.folder, self.key, MODEL, err.message)
+            if err.code == "E_DAMAGED":
+                return err
+            return damaged(self.folder, self.key, MODEL,
+                           f"is not a checkpoint ({err.message.split(': ', 1)[-1]})")
         return None
 
     def load(self, device: str | None = "cpu") -> Run:
@@ -356,8 +361,8 @@ class StoredRun:
             _touch(self.folder)
             return _read_run(self.folder, self.key, device)
         except Exception as err:  # noqa: BLE001 - any damage means: the run is damaged
-            raise damaged(self.folder, self.key, "files", f"do not read back ({type(err).__name__}: "
-                          f"{str(err)[:120]})") from err
+            raise damaged(self.folder, self.key, "files", f"do not read back "
+                          f"({type(err).__name__}: {str(err)[:120]})") from err
 
 
 def _run_json(folder: Path) -> dict:
