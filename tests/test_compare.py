@@ -156,3 +156,73 @@ def test_the_table_gives_each_layers_best_head_and_a_table_less_stacks_pattern(t
     assert "attention layer 2" in column_help(rows)["layer 2 induction"]
     names = list(rows[0])  # the head columns differ between the runs: before the task's
     assert names.index("layer 1 previous token") < names.index("layer 2 induction") < names.index("task")
+
+
+@pytest.fixture(scope="module")
+def two_stored(tmp_path_factory):
+    """A store of two small runs with their figures: A (seed 0) and B (seed 1)."""
+    from stacklab.lab.figures import figures_json
+
+    root = tmp_path_factory.mktemp("two")
+    runs = [stacklab.train(task="position", steps=20, seed=seed) for seed in (0, 1)]
+    for run in runs:
+        RunStore(root).save(run, figures_json(run))
+    return root, runs
+
+
+@pytest.mark.parametrize("case, file", [("truncated figures", "figures.json"),
+                                        ("[] figures", "figures.json"),
+                                        ("garbage metrics", "metrics.json"),
+                                        ("missing model", "model.safetensors")])
+def test_a_damaged_run_is_said_once_and_never_costs_the_run_beside_it(two_stored, tmp_path,
+                                                                       caplog, case, file):
+    """Issue 28: a truncated figures.json gave the generic error on compare=A,KEY (losing
+    the intact A), ``[]`` crashed the student's link, a missing model made the download do
+    nothing. Now the run is damaged (E_DAMAGED, naming the file), logged once, and A stays."""
+    import logging
+    import shutil
+
+    from stacklab import StackError
+    from stacklab.lab.reports.compare import aligned_rows, comparison_html, compared, table_rows
+
+    root, (run_a, run_b) = two_stored
+    shutil.copytree(root, tmp_path / "store")
+    store, folder = RunStore(tmp_path / "store"), tmp_path / "store" / run_b.key
+    text = (folder / file).read_text() if file.endswith(".json") else ""
+    {"truncated figures": lambda: (folder / file).write_text(text[:len(text) // 2]),
+     "[] figures": lambda: (folder / file).write_text("[]"),
+     "garbage metrics": lambda: (folder / file).write_bytes(b"\xff\x00garbage"),
+     "missing model": lambda: (folder / file).unlink()}[case]()
+    with caplog.at_level(logging.WARNING, logger="stacklab.store"):
+        entries = [("A", store.open(run_a.key)), ("B", store.open(run_b.key))]
+        for _ in range(2):  # a page drawn twice logs the damage once
+            rows, figures = table_rows(entries), aligned_rows(entries)
+            page = comparison_html(entries)
+            compared(entries)
+            damage = store.open(run_b.key).damage()
+        if case == "missing model":
+            with pytest.raises(StackError, match="model.safetensors is missing") as caught:
+                store.open(run_b.key).checkpoint_bytes()
+            assert caught.value.code == "E_DAMAGED"
+    assert damage.code == "E_DAMAGED" and f"its {file}" in damage.message and damage.hint
+    assert [r.getMessage() for r in caplog.records].count(
+        f"run {run_b.key} is damaged: {damage.message.split(': ', 1)[1]}") == 1
+    assert rows[0]["status"] == "finished" and rows[0]["accuracy inside T"] != "—"
+    drawn_a = figures_from_json(entries[0][1].figures())
+    assert sum(row.versions[0] is not None for row in figures) == len(drawn_a) > 5  # A whole
+    assert rows[1]["status"] == "damaged" and "damaged" in page
+    if file == "figures.json":  # other damage leaves the figures its worker drew
+        assert all(row.versions[1] is None and "is damaged" in row.reasons[1] for row in figures)
+    assert store.save(run_b) == folder and store.open(run_b.key).damage() is None  # replaced
+
+
+def test_figures_that_are_not_what_figures_json_writes_are_damaged():
+    from stacklab import StackError
+    from stacklab.lab.figures import absent_from_json
+
+    for drawn in ([], {"nodes": {"n1": [[1]]}}, {"nodes": []}, {"pattern": 5}):
+        with pytest.raises(StackError) as caught:
+            figures_from_json(drawn, "pattern" if "pattern" in drawn else None)
+        assert caught.value.code == "E_DAMAGED"
+    with pytest.raises(StackError, match="stored figures are damaged"):
+        absent_from_json({"absent": []})

@@ -195,3 +195,43 @@ def test_compare_reads_past_t_accuracy_of_a_task_with_unlabelled_positions():
     past = summary(run)["length_generalization"]["24"]["past_T"]
     labelled = [v for v in per_position[16:] if v is not None]
     assert past == pytest.approx(sum(labelled) / len(labelled), abs=1e-6)
+
+
+# -- the head-score registry -------------------------------------------------------------
+
+
+def test_a_head_score_declared_once_reaches_the_scores_the_figures_and_their_captions(
+        monkeypatch):
+    """Adding a head score is one `HEAD_SCORES` entry (a new one raised KeyError in the
+    figures): declared here for this test alone (monkeypatch restores the table), it reaches
+    the scores, metrics.json, both head figures, their captions and Compare's columns."""
+    from stacklab.lab.figures.context import FigureContext
+    from stacklab.lab.reports.compare import best_heads, column_help, table_rows
+
+    def first_token_pairs(task, x):
+        pairs = torch.zeros(1, x.shape[1], x.shape[1], dtype=torch.bool)
+        pairs[0, 1:, 0] = True  # (t, 0) for t = 1..T-1
+        return pairs
+
+    monkeypatch.setitem(heads.HEAD_SCORES, "first_token", heads.HeadScore(
+        "first_token", "first token", "the weight from t to position 0", "every task",
+        first_token_pairs, of_every_task=True))
+    run = train(ONE_LAYER, task="repeat", steps=4, eval_every=2)
+    scores = run.head_scores()
+    (node,) = scores  # the one attention
+    head = scores[node]["heads"][0]
+    assert list(head) == ["previous_token", "induction", "partner", "first_token"]
+    assert 0.0 <= head["first_token"]["value"] <= 1.0 and head["first_token"]["init"] is not None
+    assert "first_token" in json.loads(json.dumps(run.metrics()))["attention"][node]["heads"][0]
+    drawn = {f.key: f for f in figures.run_figures(run)}
+    grid, grids = drawn["heads_attention"], drawn["head_scores"]
+    assert "first token" in grid.figure.layout.annotations[0].text
+    assert "first token" in grid.caption
+    titles = [a.text for a in grids.figure.layout.annotations]
+    assert "first token, trained" in titles and "first token, at init" in titles
+    assert len(grids.figure.data) == 2 * 4  # four scores, trained and at init
+    assert "first token, the weight from t to position 0." in grids.caption
+    ctx = FigureContext(run, run.position_nodes[0])
+    assert "first token" in figures.catalog.heads_caption(ctx)
+    assert "layer 1 first token" in best_heads(run.metrics())
+    assert "layer 1 first token" in column_help(table_rows([("run", run)]))

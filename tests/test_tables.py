@@ -151,3 +151,113 @@ def test_a_table_from_a_file_shows_the_catalogs_figures_that_need_only_the_table
     assert [f.key for f in drawn] == ["cosine", "cosine_by_distance", "dot", "pca_2d", "pca_3d",
                                       "learned_vs_sinusoidal"]
     assert not any(f.skipped for f in drawn) and drawn[0].score.startswith("distance rank ")
+
+
+# -- sizes bounded up front (issue 28 items 1, 6, 7, 9) ------------------------------------
+
+_PEAK_RSS = """
+import resource, sys, torch
+from stacklab.lab.reports.table_file import explore_table
+explore_table(torch.randn(64, 16), "warm")  # what plotly loads on first use is not the table's
+table = torch.randn(1024, 3880, generator=torch.Generator().manual_seed(0))  # 15.9 MB
+rss = lambda: int(next(l for l in open("/proc/self/status") if l.startswith("VmRSS")).split()[1])
+before = rss()
+scores, _ = explore_table(table, "wide")
+grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before  # KiB, the peak's growth
+print(grown, scores["position_probe_error"])
+"""
+
+
+def test_a_wide_tables_scores_take_bounded_memory_and_a_wider_one_is_refused(tmp_path):
+    """A 1024 x 3880 float32 upload grew the server by about 760 MB (a (D+1)² float64 Gram
+    matrix, solved twice); its scores and figures, measured once, now take a bounded part of
+    that. The peak is measured in a fresh process, whose peak is not an earlier test's."""
+    import os
+    import subprocess
+    import sys
+
+    from stacklab.lab.reports.table_file import MAX_UPLOAD_BYTES, MAX_WIDTH
+
+    done = subprocess.run([sys.executable, "-c", _PEAK_RSS], capture_output=True, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    grown_kib, probe = done.stdout.split()
+    assert int(grown_kib) < 400 * 1024 and float(probe) >= 0  # it was about 600 MiB here
+    wide = tmp_path / "wide.npy"
+    np.save(wide, np.zeros((4, MAX_WIDTH + 1), dtype=np.uint8))
+    with pytest.raises(StackError, match=f"over the limit of {MAX_WIDTH:,}") as caught:
+        read_table(wide, data=wide.read_bytes(), max_bytes=MAX_UPLOAD_BYTES)
+    assert caught.value.code == "E_BUDGET" and "principal components" in caught.value.hint
+
+
+def test_the_dual_probe_is_the_primal_one():
+    """A table wider than its rows is probed in the dual form: the same ridge solution."""
+    from stacklab.lab.measure import score_maths as S
+
+    rows = torch.randn(40, 64, generator=torch.Generator().manual_seed(1)).double()
+    wide = S.position_probe_error(rows)  # D + 1 = 65 > 20 even rows: dual
+    features = torch.cat([rows / rows.std(), torch.ones(40, 1, dtype=torch.double)], dim=1)
+    train, test, index = features[0::2], features[1::2], torch.arange(40, dtype=torch.double)
+    gram = train.T @ train
+    weights = torch.linalg.solve(gram + 1e-3 * gram.diagonal().mean() * torch.eye(65,
+                                 dtype=torch.double), train.T @ index[0::2])
+    expected = ((test @ weights).clamp(0, 39) - index[1::2]).abs().mean().item()
+    assert wide == pytest.approx(expected, rel=1e-6)
+
+
+def test_a_npy_header_declaring_a_huge_shape_is_refused_before_allocating(tmp_path):
+    """A 192-byte .npy declaring (10⁶, 10⁶) raised an uncaught MemoryError; its declared
+    shape is now checked against the bounds and the bytes it holds, from the header."""
+    huge = tmp_path / "huge.npy"
+    with open(huge, "wb") as handle:
+        np.lib.format.write_array_header_1_0(
+            handle, {"descr": "<f4", "fortran_order": False, "shape": (10**6, 10**6)})
+        handle.write(b"\0" * 64)
+    assert huge.stat().st_size <= 192
+    for data in (None, huge.read_bytes()):
+        with pytest.raises(StackError, match="1,000,000 wide") as caught:
+            read_table(huge, data=data)
+        assert caught.value.code == "E_BUDGET"
+    lying = tmp_path / "lying.npy"
+    with open(lying, "wb") as handle:
+        np.lib.format.write_array_header_1_0(
+            handle, {"descr": "<f4", "fortran_order": False, "shape": (1000, 1000)})
+        handle.write(b"\0" * 64)
+    with pytest.raises(StackError, match="declares shape") as caught:
+        read_table(lying, data=lying.read_bytes())
+    assert caught.value.code == "E_VALUE"
+
+
+def test_a_safetensors_file_naming_200001_tensors_is_refused_cheaply(tmp_path):
+    """200,001 tiny tensors made a 200k-option select box; the header is refused by its
+    size before it is parsed, and a file under that bound lists at most `MAX_LISTED`
+    2-D tensors, largest first."""
+    import json
+
+    from stacklab.lab.reports.table_file import MAX_LISTED, MAX_UPLOAD_BYTES, tensor_names
+
+    header = {f"t{i}": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}
+              for i in range(200_001)}
+    text = json.dumps(header).encode()
+    data = len(text).to_bytes(8, "little") + text + b"\0" * 4
+    assert len(data) < MAX_UPLOAD_BYTES
+    for read in (lambda: tensor_names(data, "many.safetensors"),
+                 lambda: read_table("many.safetensors", "t0", data=data)):
+        with pytest.raises(StackError, match="save only the position table") as caught:
+            read()
+        assert caught.value.code == "E_BUDGET"
+    tables = {f"w{i}": torch.zeros(2 + i, 3) for i in range(MAX_LISTED + 6)}
+    path = tmp_path / "tables.safetensors"
+    save_file({**tables, "bias": torch.zeros(4)}, str(path))
+    listed = tensor_names(path.read_bytes(), path.name)
+    assert listed == [f"w{i}" for i in reversed(range(6, MAX_LISTED + 6))]
+
+
+def test_the_upload_limit_is_streamlits_16_mb():
+    import tomllib
+
+    from stacklab.lab.reports.table_file import MAX_UPLOAD_BYTES, UPLOAD_LIMIT
+
+    config = tomllib.loads((Path(APP).parent / ".streamlit" / "config.toml").read_text())
+    assert MAX_UPLOAD_BYTES == config["server"]["maxUploadSize"] * 1_000_000 == 16_000_000
+    assert UPLOAD_LIMIT == "16 MB"

@@ -7,8 +7,8 @@ import streamlit as st
 import app_state
 from stacklab import StackError, Status
 from stacklab.lab.reports.html import report_html
-from stacklab.lab.reports.table_file import (MAX_UPLOAD_BYTES, read_table, table_figures, table_scores,
-                                 tensor_names)
+from stacklab.lab.reports.table_file import (MAX_UPLOAD_BYTES, UPLOAD_LIMIT, explore_table,
+                                             read_table, tensor_names)
 from views import share_panel
 
 app_state.start()
@@ -19,7 +19,7 @@ app_state.show_url_problems()
 def table_from_a_file() -> None:
     """A position table trained elsewhere: every figure and score that needs only it."""
     upload = st.file_uploader(
-        f"A position table as .safetensors or .npy (at most {MAX_UPLOAD_BYTES >> 20} MB; "
+        f"A position table as .safetensors or .npy (at most {UPLOAD_LIMIT}; "
         "pickled .npy files are refused)", type=["safetensors", "npy"], key="explore_upload")
     if upload is None:
         return
@@ -34,8 +34,7 @@ def table_from_a_file() -> None:
             with st.spinner("Reading the table and drawing its figures…"):
                 table = read_table(upload.name, key, data=data, max_bytes=MAX_UPLOAD_BYTES)
                 label = key or upload.name.rsplit(".", 1)[0]
-                drawn = (cache_key, list(table.shape), table_scores(table),
-                         table_figures(table, label))
+                drawn = (cache_key, list(table.shape), *explore_table(table, label))
             st.session_state["explore_upload_drawn"] = drawn
     except StackError as err:
         app_state.show_error(err)

@@ -68,14 +68,13 @@ def cmd_train(args, parser) -> int:
 
 def cmd_explore(args, parser) -> int:
     from ..lab.reports.html import table_report_html
-    from ..lab.reports.table_file import read_table, table_figures, table_scores
+    from ..lab.reports.table_file import explore_table, read_table
 
     if args.rows is not None and args.rows < 2:
         parser.error("--rows must be 2 or more")
     table = read_table(args.file, args.key)
     name = args.key or Path(args.file).stem
-    scores = table_scores(table, args.rows)
-    figures = table_figures(table, name, args.rows)
+    scores, figures = explore_table(table, name, args.rows)
     out = out_dir(args.out, parser)
     (out / "scores.json").write_text(json.dumps({"table": name, **scores}, indent=2) + "\n")
     (out / "report.html").write_text(table_report_html(name, scores, figures), encoding="utf-8")

@@ -19,6 +19,7 @@ CODES = {
     "E_CONSTRAINT": "a relation between shapes and arguments fails",
     "E_BUDGET": "the network would exceed the memory budget",
     "E_VALUE": "run-time data is invalid",
+    "E_DAMAGED": "a stored run's files are damaged or missing",
 }
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..measure import score_maths
+from ..measure.head_scores import HEAD_SCORES, head_score_label
+from .head_grids import scores_present
 
 if TYPE_CHECKING:
     from .context import FigureContext
@@ -93,22 +95,25 @@ def grad_score(ctx: FigureContext) -> str:
 
 def largest_head_score(ctx: FigureContext) -> str:
     """``"largest induction score 0.93 (layer 2, head 1; at init 0.11)"``: the task's own
-    head score (induction, else partner, else previous token) at its best head."""
+    head score (the first in `HEAD_SCORES` that not every task has, else one every task
+    has) at its best head."""
     scores = ctx.head_scores
-    for name in ("induction", "partner", "previous_token"):
+    ranked = sorted(scores_present(scores),
+                    key=lambda name: getattr(HEAD_SCORES.get(name), "of_every_task", False))
+    for name in ranked:
         found = [(head[name]["value"], entry["layer"], h, head[name]["init"])
                  for entry in scores.values() for h, head in enumerate(entry["heads"])
                  if name in head and head[name]["value"] is not None]
         if found:
             value, layer, head, init = max(found)
             at_init = f"; at init {init:.2f}" if init is not None else ""
-            return (f"largest {name.replace('_', ' ')} score {value:.2f} (layer {layer}, "
+            return (f"largest {head_score_label(name)} score {value:.2f} (layer {layer}, "
                     f"head {head}{at_init})")
     return ""
 
 
 def heads_caption(ctx: FigureContext) -> str:
-    looked = ", ".join(name.replace("_", " ") for name in _applying(ctx))
+    looked = ", ".join(head_score_label(name) for name in scores_present(ctx.head_scores))
     return (f"Each head's attention weights on the first held-out sequence, the tokens "
             f"included (rows: the attention layers in stack order; rows sum to 1). Each title "
             f"gives that head's scores over {ctx.head_sequences} held-out sequences: "
@@ -116,12 +121,8 @@ def heads_caption(ctx: FigureContext) -> str:
 
 
 def head_scores_caption(ctx: FigureContext) -> str:
+    """Every declared head score's definition (`HeadScore.definition`), in order."""
+    defined = [f"{score.label}{' is' if index == 0 else ','} {score.definition}"
+               for index, score in enumerate(HEAD_SCORES.values())]
     return ("Each head's scores on held-out sequences, layer by layer, beside the same heads "
-            "at init: previous token is the weight from t to t-1; induction, the weight from "
-            "each position of the second copy to the token after the first occurrence of its "
-            "own (t-L+1); partner, the weight on the task's partner.")
-
-
-def _applying(ctx: FigureContext) -> list[str]:
-    return [name for name in ("previous_token", "induction", "partner")
-            if any(name in head for entry in ctx.head_scores.values() for head in entry["heads"])]
+            f"at init: {'; '.join(defined)}.")

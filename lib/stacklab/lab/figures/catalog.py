@@ -20,6 +20,7 @@ from typing import Callable, NamedTuple, Sequence
 import plotly.graph_objects as go
 
 from .. import measure as analysis
+from ..measure import run_scores
 from ..tasks import TASKS
 from .captions import (attention_score, drift_score, grad_score, head_scores_caption,
                        heads_caption, held_out_score, largest_head_score, lengths_caption,
@@ -173,7 +174,8 @@ FIGURES: tuple[FigureSpec, ...] = (
         "rows_alone", "Each row alone through the rest of the stack",
         rows_alone_caption,
         lambda ctx: rows_alone_heatmap(analysis.rows_alone_scores(ctx.run, ctx.node), ctx.node),
-        applies=lambda ctx: ctx.run.task.pattern_score == "rows_decoded",
+        applies=lambda ctx: (run_scores.pattern_needs(ctx.run.task)
+                             == run_scores.ROWS_THROUGH_STACK),
         why_not=lambda ctx: f"only for a task read from each row alone (not {ctx.run.task.name})",
         score=lambda ctx: ctx.score("pattern")),
     FigureSpec(

@@ -12,7 +12,7 @@ import torch
 
 from ...core.errors import StackError
 from .. import measure as analysis
-from ..measure import head_scores as head_analysis
+from ..measure import head_scores as head_analysis, run_scores
 from .style import MAX_TABLE_ROWS
 
 
@@ -145,7 +145,7 @@ class FigureContext:
     @property
     def table_pattern(self) -> bool:
         """Is the task's pattern score one of the rows alone (not of attention or the head)?"""
-        return self.run.task.pattern_score in ("period_contrast", "distance_rank")
+        return run_scores.pattern_needs(self.run.task) == run_scores.ROWS
 
 
 @dataclass(frozen=True)

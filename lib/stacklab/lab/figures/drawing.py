@@ -139,16 +139,26 @@ def figures_from_json(drawn: dict, node: str | None = None) -> list[RunFigure] |
     """The figures of ``node`` (default: the first) in ``figures_json``'s ``drawn``; the
     pattern figure for ``node="pattern"``; None when ``drawn`` lacks them. Entries an older
     version stored (``[title, caption, json, score]``, no key) get their keys from their
-    titles; None when one of those titles is no longer in `FIGURES`."""
-    if node == "pattern":
-        found = [drawn["pattern"]] if drawn.get("pattern") else []
-    else:
-        nodes = drawn.get("nodes", {})
-        found = nodes.get(node) if node is not None else next(iter(nodes.values()), None)
-    if found is None:
-        return None
-    figures = [figure_from_entry(entry) for entry in found]
+    titles; None when one of those titles is no longer in `FIGURES`. A ``drawn`` that is
+    not what `figures_json` writes (a damaged file) raises `StackError` ``E_DAMAGED``."""
+    try:
+        if node == "pattern":
+            found = [drawn["pattern"]] if drawn.get("pattern") else []
+        else:
+            nodes = drawn.get("nodes", {})
+            found = nodes.get(node) if node is not None else next(iter(nodes.values()), None)
+        if found is None:
+            return None
+        figures = [figure_from_entry(entry) for entry in found]
+    except (AttributeError, KeyError, TypeError, ValueError) as err:
+        raise _damaged(err) from None
     return None if None in figures else figures
+
+
+def _damaged(err: Exception) -> StackError:
+    return StackError("E_DAMAGED", f"the stored figures are damaged ({type(err).__name__}: "
+                      f"{str(err)[:80]})", hint="train the run again: the store replaces a "
+                                                "damaged run")
 
 
 _KEY_OF_TITLE = {spec.title: spec.key for spec in FIGURES}
@@ -176,8 +186,12 @@ def _absent(ctx: FigureContext) -> dict[str, str]:
 def absent_from_json(drawn: dict, node: str | None = None) -> dict[str, str]:
     """The `absent_reasons` that `figures_json` stored for ``node`` (default: the first);
     empty for figures an older version stored without them."""
-    found = drawn.get("absent", {})
-    return (found.get(node) if node is not None else next(iter(found.values()), None)) or {}
+    try:
+        found = drawn.get("absent", {})
+        absent = (found.get(node) if node is not None else next(iter(found.values()), None)) or {}
+        return {str(key): str(reason) for key, reason in absent.items()}
+    except (AttributeError, TypeError, ValueError) as err:
+        raise _damaged(err) from None
 
 
 def compared_figures(runs: list[ComparedRun]) -> list[RunFigure]:

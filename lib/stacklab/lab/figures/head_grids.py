@@ -17,14 +17,12 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
+from ..measure.head_scores import HEAD_SCORES, head_score_label
 from .style import ANIMATION_CELLS, HEIGHT, MAX_CELLS, as_float32, heatmap_layout, heatmap_trace
-
-SCORE_LABELS = {"previous_token": "previous token", "induction": "induction",
-                "partner": "partner"}
 
 
 def _head_title(node: str, layer: int, head: int, scores: dict) -> str:
-    found = ", ".join(f"{SCORE_LABELS[name]} {value['value']:.2f}"
+    found = ", ".join(f"{head_score_label(name)} {value['value']:.2f}"
                       for name, value in scores.items() if value["value"] is not None)
     return html.escape(f"{node} (layer {layer}) head {head}" + (f": {found}" if found else ""),
                        quote=False)
@@ -66,12 +64,11 @@ def head_scores_heatmaps(scores: dict[str, dict]) -> go.Figure:
     """Each head score (`stacklab.lab.measure.head_scores.head_scores`) as a layer × head heatmap, the
     trained model beside the model at init; every cell a number from 0 to 1."""
     nodes = list(scores)
-    names = [name for name in SCORE_LABELS
-             if any(name in head for entry in scores.values() for head in entry["heads"])]
+    names = scores_present(scores)
     columns = max(len(entry["heads"]) for entry in scores.values())
     fig = make_subplots(rows=len(names), cols=2, horizontal_spacing=0.05,
                         vertical_spacing=0.3 / max(len(names), 1),
-                        subplot_titles=[f"{SCORE_LABELS[name]}, {when}" for name in names
+                        subplot_titles=[f"{head_score_label(name)}, {when}" for name in names
                                         for when in ("trained", "at init")])
     rows = [html.escape(f"layer {scores[node]['layer']} ({node})", quote=False) for node in nodes]
     for row, name in enumerate(names, start=1):
@@ -101,3 +98,12 @@ def _grid(scores: dict, nodes: list[str], columns: int, name: str, key: str):
     if all(value is not None for line in grid for value in line):
         return as_float32(grid)
     return grid
+
+
+def scores_present(scores: dict[str, dict]) -> list[str]:
+    """The head scores some head of ``scores`` has: `HEAD_SCORES` order, then any a newer
+    version stored."""
+    found = dict.fromkeys(name for entry in scores.values() for head in entry["heads"]
+                          for name in head)
+    return [*(name for name in HEAD_SCORES if name in found),
+            *(name for name in found if name not in HEAD_SCORES)]

@@ -8,6 +8,9 @@ attention node on held-out sequences (token content included), and three scores 
 - ``partner``, for a task with partners (`Task.partner`, SPEC §15): the mean weight from t
   to its partner.
 
+Each is declared once in `HEAD_SCORES` (its label, its definition, what the task needs and
+the (query, key) pairs it averages over): the scores here, ``metrics.json``, the figures,
+their captions and Compare all read that table, so adding a head score is one entry there.
 Each is a mean over every (sequence, position) pair it looks at, pooled. A score that does
 not apply to the task is left out of a head's entry (never null). The weights come from
 `Attention.weights` on the input each attention gets in the built model, captured by
@@ -23,16 +26,34 @@ attention nodes from 1 in stack order.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 import torch
 
 from . import probes
 from .score_maths import finite_score
 
-__all__ = ["HEAD_SCORES", "head_score", "previous_token_pairs", "induction_pairs",
-           "partner_pairs", "score_pairs", "model_head_scores", "head_scores",
-           "one_sequence_attention", "largest", "head_sequences", "head_chunk"]
+__all__ = ["HeadScore", "HEAD_SCORES", "head_score_label", "head_score", "previous_token_pairs",
+           "induction_pairs", "partner_pairs", "score_pairs", "model_head_scores",
+           "head_scores", "one_sequence_attention", "largest", "head_sequences", "head_chunk"]
 
-HEAD_SCORES = ("previous_token", "induction", "partner")
+
+@dataclass(frozen=True)
+class HeadScore:
+    """One head score, declared once: its name (the key in ``metrics.json``), its label and
+    definition (the figures' titles and captions), what a task needs for it, and the
+    (query, key) pairs it averages the weights over."""
+
+    name: str
+    label: str  # "previous token"
+    definition: str  # "the weight from t to t-1": how a caption words it
+    needs: str  # what the task needs for it, in words ("every task")
+    # (task, ids [N, T]) -> bool pairs [N or 1, T, T], or None when the task lacks what it needs
+    pairs: Callable[[object, torch.Tensor], torch.Tensor | None]
+    of_every_task: bool = False  # a caption names a task's own scores before these
+
+
 HELD_OUT_SEQUENCES = 256  # held-out sequences the head scores average over
 
 
@@ -77,16 +98,37 @@ def partner_pairs(partners: list[int | None]) -> torch.Tensor:
     return pairs
 
 
+def _declare(*scores: HeadScore) -> dict[str, HeadScore]:
+    return {score.name: score for score in scores}
+
+
+HEAD_SCORES: dict[str, HeadScore] = _declare(
+    HeadScore("previous_token", "previous token", "the weight from t to t-1", "every task",
+              lambda task, x: previous_token_pairs(x.shape[1]), of_every_task=True),
+    HeadScore("induction", "induction", "the weight from each position of the second copy "
+              "to the token after the first occurrence of its own (t-L+1)",
+              "a task whose sequences repeat (Task.copy_lengths)",
+              lambda task, x: (induction_pairs(task.copy_lengths(x), x.shape[1])
+                               if task.copy_lengths is not None else None)),
+    HeadScore("partner", "partner", "the weight on the task's partner",
+              "a task with partners (Task.partner)",
+              lambda task, x: (partner_pairs(task.partner(x.shape[1]))
+                               if task.partner is not None else None)),
+)
+
+
+def head_score_label(name: str) -> str:
+    """The words for head score ``name`` (its `HeadScore.label`; a name a newer version
+    stored, unknown here, with spaces for underscores)."""
+    found = HEAD_SCORES.get(name)
+    return found.label if found is not None else name.replace("_", " ")
+
+
 def score_pairs(task, x: torch.Tensor) -> dict[str, torch.Tensor]:
     """The (query, key) pairs of every head score that applies to ``task`` on held-out ids
     ``x`` (``[N, T]``): ``{score: bool [N or 1, T, T]}`` in `HEAD_SCORES` order."""
-    T = x.shape[1]
-    found = {"previous_token": previous_token_pairs(T)}
-    if task.copy_lengths is not None:
-        found["induction"] = induction_pairs(task.copy_lengths(x), T)
-    if task.partner is not None:
-        found["partner"] = partner_pairs(task.partner(T))
-    return found
+    found = {name: score.pairs(task, x) for name, score in HEAD_SCORES.items()}
+    return {name: pairs for name, pairs in found.items() if pairs is not None}
 
 
 def head_sequences(config) -> int:

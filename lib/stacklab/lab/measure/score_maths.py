@@ -121,7 +121,11 @@ def position_probe_error(rows: torch.Tensor) -> float:
     """Mean absolute error, in positions, of a linear probe from a row to its index, fitted
     on the even rows (least squares with a small ridge) and tested on the odd ones, each
     guess clipped to ``0..T-1``. 0: the index is a linear function of the row; about T/3:
-    no better than a guess."""
+    no better than a guess.
+
+    A table wider than its even rows is solved in the dual form (the same ridge solution
+    through the rows' ``[T/2, T/2]`` Gram matrix instead of the ``[D+1, D+1]`` one), so the
+    cost is at most ``T² · D``, never ``D³``: an upload's width cannot take the server."""
     rows = rows.detach().double()
     T = rows.shape[0]
     if T < 4:
@@ -132,10 +136,17 @@ def position_probe_error(rows: torch.Tensor) -> float:
     index = torch.arange(T, dtype=torch.double)
     features = torch.cat([rows, torch.ones(T, 1, dtype=torch.double)], dim=1)  # (T, D+1)
     train, test = features[0::2], features[1::2]
-    gram = train.T @ train
-    ridge = 1e-3 * gram.diagonal().mean() * torch.eye(gram.shape[0], dtype=torch.double)
-    weights = torch.linalg.solve(gram + ridge, train.T @ index[0::2])
-    return ((test @ weights).clamp(0, T - 1) - index[1::2]).abs().mean().item()
+    # the ridge: a thousandth of the mean diagonal of train.T @ train (its trace / (D+1))
+    ridge = 1e-3 * train.square().sum() / train.shape[1]
+    if train.shape[1] <= train.shape[0]:  # primal: (D+1, D+1)
+        gram = train.T @ train
+        eye = torch.eye(gram.shape[0], dtype=torch.double)
+        guess = test @ torch.linalg.solve(gram + ridge * eye, train.T @ index[0::2])
+    else:  # dual: w = train.T @ (train @ train.T + ridge I)^-1 y, (T/2, T/2)
+        gram = train @ train.T
+        eye = torch.eye(gram.shape[0], dtype=torch.double)
+        guess = (test @ train.T) @ torch.linalg.solve(gram + ridge * eye, index[0::2])
+    return (guess.clamp(0, T - 1) - index[1::2]).abs().mean().item()
 
 
 def partner_attention(weights: torch.Tensor, partners: list[int | None]) -> float:

@@ -27,10 +27,13 @@ import re
 import statistics
 from typing import NamedTuple, Sequence
 
+from ...core.errors import StackError
 from ..figures import (COMPARED_FIGURES, FIGURES, ComparedRun, RunFigure, absent_from_json,
                        compared_figures, figure_spec, figures_from_json, fit_title)
 from ..figures.curves import past_trained
 from ..figures.drawing import NO_TABLE
+from ..measure.head_scores import head_score_label
+from ..measure.run_scores import PATTERN_SCORES
 from .html import figure_div, html_page
 
 # Runs the Compare page (and a compare= link) puts side by side: four columns still read.
@@ -81,8 +84,24 @@ def encoding(network) -> str:
 def summary(run) -> dict:
     """What one run says in numbers: settings, final accuracy, the pattern score (of its
     first position table, or of its attention when it has no table), every score, and
-    the accuracy past the trained length at each evaluated length."""
-    metrics = run.metrics()
+    the accuracy past the trained length at each evaluated length. A damaged run (a file
+    that does not read, `StackError` ``E_DAMAGED``) says so under ``"damaged"``, with its
+    settings and no scores: it never costs the runs beside it."""
+    try:
+        damage = run.damage() if hasattr(run, "damage") else None  # a stored run's files
+        if damage is not None:
+            raise damage
+        return _summary(run, run.metrics())
+    except StackError as err:
+        if err.code != "E_DAMAGED":
+            raise
+        return _summary(run, {}, damaged=err.message)
+    except (KeyError, TypeError, AttributeError) as err:  # a metrics.json not shaped as one
+        return _summary(run, {}, damaged=f"run {run.key[:12]} is damaged: its metrics.json "
+                                         f"does not hold a run's metrics ({type(err).__name__})")
+
+
+def _summary(run, metrics: dict, damaged: str | None = None) -> dict:
     tables = metrics.get("position_tables", {})
     first = next(iter(tables.values()), None)
     if first is not None:
@@ -91,8 +110,9 @@ def summary(run) -> dict:
         pattern = metrics.get("attention_by_position", {}).get("pattern",
                                                                {"name": None, "value": None,
                                                                 "init": None})
-    if not pattern.get("name"):  # no table: a per-head pattern score (induction's) if any
-        pattern = _pattern_of_heads(metrics, run.task.pattern_score) or pattern
+    of_heads = getattr(PATTERN_SCORES.get(run.task.pattern_score), "head_score", None)
+    if not pattern.get("name") and of_heads:  # no table: a per-head pattern score (induction's)
+        pattern = _pattern_of_heads(metrics, of_heads) or pattern
     T = run.config.seq_len
     lengths = {}
     for length, entry in metrics.get("length_generalization", {}).items():
@@ -102,7 +122,9 @@ def summary(run) -> dict:
                                "past_T": None if past is None else round(past, 6)}
         else:
             lengths[length] = {"error": entry["error"]}
-    return {"key": run.key, "task": run.task.name, "status": str(run.status),
+    return {"key": run.key, "task": run.task.name,
+            "status": "damaged" if damaged else str(run.status),
+            **({"damaged": damaged} if damaged else {}),
             "steps": run.step, "seq_len": T, "seed": run.config.seed,
             "source": run.network.source, "encoding": encoding(run.network),
             "final_accuracy": run.final["accuracy"],
@@ -120,14 +142,19 @@ def comparison(entries: Sequence[tuple[str, object]]) -> dict:
 def _figures(run) -> tuple[list[RunFigure], dict[str, str]]:
     """A run's figures and why each one left out is, as its worker stored them (drawn
     from its tensors, once, for a run stored without them)."""
-    drawn = run.figures()
-    found = figures_from_json(drawn) if drawn is not None else None
-    if found is not None:
-        return found, absent_from_json(drawn)
-    from ..figures import absent_reasons, run_figures
+    try:
+        drawn = run.figures()
+        found = figures_from_json(drawn) if drawn is not None else None
+        if found is not None:
+            return found, absent_from_json(drawn)
+        from ..figures import absent_reasons, run_figures
 
-    loaded = run.load()
-    return run_figures(loaded), absent_reasons(loaded)
+        loaded = run.load()
+        return run_figures(loaded), absent_reasons(loaded)
+    except StackError as err:  # a damaged run: every figure says why, the other runs stay
+        if err.code != "E_DAMAGED":
+            raise
+        return [], {spec.key: err.message for spec in FIGURES}
 
 
 class AlignedRow(NamedTuple):
@@ -188,8 +215,18 @@ def _row_title(key: str, drawn: list[dict[str, RunFigure]]) -> str:
 
 def compared(entries: Sequence[tuple[str, object]]) -> list[RunFigure]:
     """The figures of all the runs at once (`COMPARED_FIGURES`), from their metrics."""
-    return compared_figures([ComparedRun(label, run.config.seq_len, run.metrics())
+    return compared_figures([ComparedRun(label, run.config.seq_len, _metrics(run))
                              for label, run in entries])
+
+
+def _metrics(run) -> dict:
+    """``run.metrics()``, or none for a damaged run (`summary` says why)."""
+    try:
+        return run.metrics()
+    except StackError as err:
+        if err.code != "E_DAMAGED":
+            raise
+        return {}
 
 
 def replaced(figures: Sequence[RunFigure]) -> set[str]:
@@ -223,7 +260,7 @@ def best_heads(metrics: dict) -> dict[str, dict]:
         heads = block["heads"]
         for score in dict.fromkeys(name for head in heads for name in head):
             best = max(range(len(heads)), key=lambda h: heads[h].get(score, {}).get("value", -1))
-            name = HEAD.format(layer=block["layer"], score=score.replace("_", " "))
+            name = HEAD.format(layer=block["layer"], score=head_score_label(score))
             found[name] = {**heads[best][score], "head": best}
     return found
 

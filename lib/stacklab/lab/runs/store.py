@@ -40,13 +40,12 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from safetensors import safe_open
-
 from ...core.errors import StackError
 from ...core.resolve import resolve
-from .checkpoint import load_state
+from .checkpoint import load_state, read_metadata
 from ..keys import KEY_LENGTH, is_key, run_key
-from .files import FORMAT, write_run, write_text
+from .files import (FIGURES, FORMAT, METRICS, MODEL, RECORD, RUN, damaged, read_object,
+                    read_record, read_text, unreadable, write_run, write_text)
 from ..settings import TrainConfig
 from ..tasks import get_task
 from ..train.record import Run, Status
@@ -87,7 +86,7 @@ class RunStore:
 
     def __contains__(self, key: str) -> bool:
         try:
-            return is_key(key) and (self.root / key / "run.json").is_file()
+            return is_key(key) and (self.root / key / RUN).is_file()
         except OSError:
             return False
 
@@ -132,10 +131,10 @@ class RunStore:
             return None
         final = self.path(run.key)
         if final.exists():
-            if self.load(run.key, device="cpu") is not None:
+            if self.load(run.key, device="cpu") is not None and self._whole(run.key):
                 return final  # stored already (and now the most recently used)
-            damaged = self.root / f".tmp-damaged-{run.key}-{uuid.uuid4().hex[:8]}"
-            os.rename(final, damaged)  # a damaged folder must not block its key; cleared later
+            aside = self.root / f".tmp-damaged-{run.key}-{uuid.uuid4().hex[:8]}"
+            os.rename(final, aside)  # a damaged folder must not block its key; cleared later
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f".tmp-{run.key}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
@@ -159,11 +158,11 @@ class RunStore:
         """Write ``figures`` into the stored run ``key`` (stored without them: a worker draws
         them after storing the run), whole or not at all; False when it is not stored."""
         folder = self.path(key)
-        if not (folder / "run.json").is_file():
+        if not (folder / RUN).is_file():
             return False
         part = folder / f".figures-{uuid.uuid4().hex[:8]}.json"
         write_text(part, json.dumps(figures) + "\n")
-        os.replace(part, folder / "figures.json")
+        os.replace(part, folder / FIGURES)
         return True
 
     def save_private(self, run, figures: dict | None = None) -> Path:
@@ -240,6 +239,11 @@ class RunStore:
         """The stored run of ``key`` without its tensors, or None (as `load`)."""
         return self._read(key, lambda folder: StoredRun(folder, key))
 
+    def _whole(self, key: str) -> bool:
+        """Does the stored run of ``key`` read back whole, its JSON files included?"""
+        stored = self.open(key)
+        return stored is not None and stored.damage() is None
+
     def load(self, key: str, device: str | None = "cpu") -> Run | None:
         """The stored `Run` of ``key``, or None (unknown key, or a folder that does not read
         back completely: logged and skipped, never shown as finished)."""
@@ -251,7 +255,7 @@ class RunStore:
             return None
         folder = self.root / key
         try:
-            if not (folder / "run.json").is_file():
+            if not (folder / RUN).is_file():
                 return None
             found = read(folder)
         except Exception as err:  # noqa: BLE001 - any damage means: not a stored run
@@ -302,45 +306,71 @@ class StoredRun:
                                   "run key of the run store") from None
 
     def metrics(self) -> dict:
-        """The run's ``metrics.json``."""
-        return json.loads(self.metrics_text())
+        """The run's ``metrics.json``; `StackError` ``E_DAMAGED`` when it does not read."""
+        return read_object(self.folder, self.key, METRICS, self.metrics_text())
 
     def figures(self) -> dict | None:
         """What `stacklab.lab.figures.figures_json` gave when the run was stored (None for
-        a run stored without them)."""
+        a run stored without them); `StackError` ``E_DAMAGED`` when it does not read."""
         if self._figures is None:
-            path = self.folder / "figures.json"
+            path = self.folder / FIGURES
             if not path.is_file():
                 return None
-            self._figures = json.loads(path.read_text(encoding="utf-8"))
+            self._figures = read_object(self.folder, self.key, FIGURES)
         return self._figures
 
     def metrics_text(self) -> str:
         """The run's ``metrics.json``, as stored."""
         _touch(self.folder)
-        return (self.folder / "metrics.json").read_text(encoding="utf-8")
+        return read_text(self.folder, self.key, METRICS)
 
     def checkpoint_bytes(self) -> bytes:
-        """The run's ``model.safetensors``, as stored."""
+        """The run's ``model.safetensors``, as stored; `StackError` ``E_DAMAGED`` when it
+        is missing (a download would otherwise do nothing)."""
         _touch(self.folder)
-        return (self.folder / "model.safetensors").read_bytes()
+        try:
+            return (self.folder / MODEL).read_bytes()
+        except OSError as err:
+            raise damaged(self.folder, self.key, MODEL, unreadable(err)) from None
+
+    def damage(self) -> StackError | None:
+        """Why this run is damaged (its first file that does not read: ``metrics.json``,
+        ``figures.json``, ``model.safetensors``' header), or None: a page asks before
+        offering the run's files. (``record.safetensors``, which `train --out` does not
+        write, is read by `load` alone.)"""
+        try:
+            self.metrics()
+            self.figures()
+            if not (self.folder / MODEL).is_file():
+                raise damaged(self.folder, self.key, MODEL, "is missing")
+            read_metadata(self.folder / MODEL, max_data_bytes=self.network.param_bytes)
+        except StackError as err:
+            if err.code == "E_DAMAGED":
+                return err
+            return damaged(self.folder, self.key, MODEL,
+                           f"is not a checkpoint ({err.message.split(': ', 1)[-1]})")
+        return None
 
     def load(self, device: str | None = "cpu") -> Run:
         """The whole `Run`, tensors included; raises `StackError` when the files are gone
-        (evicted from the store, or a stopped run's folder cleared)."""
+        (evicted from the store, or a stopped run's folder cleared: ``E_VALUE``) or do not
+        read back (``E_DAMAGED``)."""
+        if not (self.folder / RUN).is_file():
+            raise StackError("E_VALUE", f"run {self.key} is no longer in the run store",
+                             hint="train it again")
         try:
             _touch(self.folder)
             return _read_run(self.folder, self.key, device)
-        except Exception as err:  # noqa: BLE001 - any damage means: no longer stored
-            raise StackError("E_VALUE", f"run {self.key} is no longer in the run store "
-                             f"({type(err).__name__})", hint="train it again") from err
+        except Exception as err:  # noqa: BLE001 - any damage means: the run is damaged
+            raise damaged(self.folder, self.key, "files", f"do not read back "
+                          f"({type(err).__name__}: {str(err)[:120]})") from err
 
 
 def _run_json(folder: Path) -> dict:
     """``run.json`` of ``folder``, parsed (refused when too large to be one)."""
-    if (folder / "run.json").stat().st_size > _RUN_JSON_MAX_BYTES:
+    if (folder / RUN).stat().st_size > _RUN_JSON_MAX_BYTES:
         raise ValueError("run.json is too large")
-    return json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    return json.loads((folder / RUN).read_text(encoding="utf-8"))
 
 
 def _read_record(folder: Path, key: str) -> tuple[dict, TrainConfig, "Network"]:
@@ -362,23 +392,14 @@ def _read_run(folder: Path, key: str, device: str | None) -> Run:
     """The whole `Run` in ``folder``: the `StoredRun` there with its model and tensors."""
     stored = StoredRun(folder, key)
     model = stored.network.build(device=device)
-    model.load_state_dict(load_state(folder / "model.safetensors", stored.network))
+    model.load_state_dict(load_state(folder / MODEL, stored.network))
     run = Run(config=stored.config, task=stored.task, network=stored.network, model=model,
               device=stored.device, key=key, status=stored.status, step=stored.step,
               seconds=stored.seconds, error=stored.error, history=stored.history,
               train_loss=stored.train_loss, initial_scores=stored._initial_scores,
               initial_measures=stored._initial_measures,
               length_generalization=stored._length_generalization)
-    with safe_open(str(folder / "record.safetensors"), framework="pt") as handle:
-        for node, steps in stored._snapshot_steps.items():
-            run.initial_tables[node] = handle.get_tensor(f"initial.{node}")
-            run.row_grad_norm[node] = handle.get_tensor(f"grad.{node}")
-            run.snapshots[node] = [(int(step), handle.get_tensor(f"snapshot.{node}.{index}"))
-                                   for index, step in enumerate(steps)]
-        for node, steps in stored._attention_steps.items():
-            run.attention_snapshots[node] = [
-                (int(step), handle.get_tensor(f"attention.{node}.{index}"))
-                for index, step in enumerate(steps)]
+    read_record(folder / RECORD, run, stored._snapshot_steps, stored._attention_steps)
     if set(run.initial_tables) != {name for name, _ in model.layers("position_table")}:
         raise ValueError("the record does not hold every position table")
     return run
