@@ -20,6 +20,7 @@ from stacklab import StackError
 from stacklab.lab.tasks import TASKS
 from stacklab.serve.links import share
 from stacklab.serve.links.experiment import DEFAULT, HIDEABLE, from_query
+from stacklab.serve.links.link_table import LINK_VALUES
 from stacklab.serve.links.share import (ALL_PINS, check_base_url, classroom_link, experiment_of_link,
                                   present_figure, share_address)
 
@@ -93,8 +94,8 @@ def test_base_urls_keep_their_path_and_lose_the_trailing_slash():
 
 
 def test_view_values_and_everything_pinned():
-    assert share.parse_view("present") == ("present", None)
-    assert "not one of present" in share.parse_view("huge")[1]
+    assert LINK_VALUES["view"].parse("present") == ("present", None)
+    assert "not one of present" in LINK_VALUES["view"].parse("huge")[1]
     assert share.pins_everything(replace(DEFAULT, hide=ALL_PINS))
     assert not share.pins_everything(replace(DEFAULT, hide=ALL_PINS[:-1]))
 
