@@ -495,3 +495,30 @@ def test_a_rope_stack_with_eval_lengths_trains_from_the_train_page():
     assert "Length generalization" in titles and "Attention score by offset" in titles
     scores = " ".join(m.value for m in at.markdown)
     assert "length 32" in scores and "partner attention" in scores
+
+
+def test_an_uploaded_file_is_parsed_once_not_on_every_rerun():
+    """Issue 28: a safetensors upload of many tensors was parsed again on every rerun. The
+    list of its tensors is kept in the session by the file's hash and reused while the file
+    stays; another file is parsed anew."""
+    import hashlib
+
+    import numpy as np
+    from safetensors.numpy import save
+
+    rng = np.random.default_rng(0)
+    data = save({f"layer{i}.wpe": rng.normal(size=(16, 8)).astype("float32") for i in range(300)})
+    at = app()
+    at.switch_page("views/explore.py").run()
+    at.file_uploader(key="explore_upload").upload("tables.safetensors", data).run()
+    assert not at.exception and not at.error
+    kept = at.session_state["explore_upload_names"]
+    assert kept[0][0] == hashlib.sha256(data).hexdigest() and len(kept[1]) == 300
+    at.selectbox(key="explore_upload_key").select("layer7.wpe").run()
+    at.run()
+    assert at.session_state["explore_upload_names"] is kept  # not parsed again
+    assert "Table of shape **[16, 8]**" in " ".join(m.value for m in at.markdown)
+    other = save({"wpe": rng.normal(size=(16, 8)).astype("float32"),
+                  "wte": rng.normal(size=(16, 8)).astype("float32")})
+    at.file_uploader(key="explore_upload").set_value(("gpt.safetensors", other, "")).run()
+    assert at.session_state["explore_upload_names"][1] == ["wpe", "wte"]
