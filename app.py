@@ -1,4 +1,4 @@
-"""stacklab: the app. `make run` starts it; the pages live in views/.
+"""stacklab: the app. `make run` starts it; the pages live in views/, what they stand on in ui/.
 
 Not in pages/: Streamlit 1.67 decides once per server process whether a pages/ folder lies
 next to this script (`PagesManager.uses_pages_directory`, set when the first session
@@ -6,13 +6,23 @@ starts). If one does, every script run goes through the old folder navigation, w
 the page file that a direct link (/train?...) names, so this script (the page setup, the
 navigation, the training pool) would not run for it; only a visit that runs this script
 and reaches `st.navigation` turns that off, for the whole process. tests/test_app.py fails
-if a pages/ folder appears here."""
+if a pages/ folder appears here.
+
+The page icon is a file of the app's own (assets/icon.png): a ``:material/...:`` page icon
+makes the browser fetch its picture from fonts.gstatic.com, and a classroom's browsers must
+reach nothing but this server. The navigation's ``:material/`` icons are drawn with the
+font Streamlit serves itself.
+"""
+
+from pathlib import Path
 
 import streamlit as st
 
-import app_state
+from ui import session
 
-st.set_page_config(page_title="stacklab", page_icon=":material/layers:", layout="wide")
+ICON = str(Path(__file__).parent / "assets" / "icon.png")
+
+st.set_page_config(page_title="stacklab", page_icon=ICON, layout="wide")
 
 navigation = st.navigation([
     st.Page("views/build.py", title="Build", icon=":material/layers:", default=True),
@@ -21,5 +31,5 @@ navigation = st.navigation([
     st.Page("views/compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
     st.Page("views/catalog.py", title="Catalog", icon=":material/menu_book:", url_path="catalog"),
 ])
-app_state.pool()  # the first visit to any page starts the pool and its warmed fork server
+session.pool()  # the first visit to any page starts the pool and its warmed fork server
 navigation.run()

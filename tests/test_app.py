@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import time
 import zlib
 from pathlib import Path
@@ -10,7 +11,8 @@ from streamlit.testing.v1 import AppTest
 
 from stacklab.lab.tasks import TASKS
 
-APP = str(Path(__file__).parent.parent / "app.py")
+ROOT = Path(__file__).parent.parent
+APP = str(ROOT / "app.py")
 STEM = "embedding(500, 16)\npos_embed(32)\nlinear(4)"
 
 
@@ -36,6 +38,59 @@ def wait_for_run(at, timeout=90.0) -> str:
                 return word
         time.sleep(0.2)
     raise AssertionError("the run did not end")
+
+
+def _imports(path: Path) -> list[tuple[str, str | None]]:
+    """``(module, name)`` for every import in ``path`` (name None for ``import module``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found += [(node.module or "", alias.name) for alias in node.names]
+    return found
+
+
+def _library_reaches(path: Path) -> list[str]:
+    """What ``path`` imports of stacklab that is not its public API (`stacklab.__all__` and
+    the modules ``stacklab.figures`` and the like)."""
+    import stacklab
+
+    public = set(stacklab.__all__) | set(stacklab._MODULES)
+    return [f"{module}.{name}" if name else module for module, name in _imports(path)
+            if module.split(".")[0] == "stacklab"
+            and (module != "stacklab" or (name is not None and name not in public))]
+
+
+PAGES = sorted((ROOT / "views").glob("*.py"))
+PAGE_IMPORTS = ("streamlit", "stacklab", "ui", "views", "hashlib", "json", "zlib", "__future__")
+
+
+def _page_problems(page: Path) -> list[str]:
+    """How ``page`` goes around `ui`: an import of the library's internals (they are
+    `ui.lab`'s), of anything but streamlit, `stacklab`, `ui` and the pages' parts, or a
+    use of ``st.session_state`` (a page's own values live in a `ui.session.PageState`)."""
+    problems = _library_reaches(page)
+    problems += [m for m, _ in _imports(page) if m.split(".")[0] not in PAGE_IMPORTS]
+    return problems + (["session_state"] if "session_state" in page.read_text("utf-8") else [])
+
+
+def test_pages_use_the_library_and_session_state_only_through_ui():
+    """A page imports `stacklab`'s public names, `ui` and other pages' parts, and never
+    touches ``st.session_state``; of `ui`, only `ui.lab` reaches into the library."""
+    assert {page.name: _page_problems(page) for page in PAGES} == {page.name: [] for page in PAGES}
+    for module in sorted((ROOT / "ui").glob("*.py")):
+        if module.name != "lab.py":
+            assert not _library_reaches(module), (module.name, _library_reaches(module))
+
+
+def test_the_page_check_sees_a_page_that_goes_around_ui(tmp_path):
+    page = tmp_path / "bad.py"
+    page.write_text("import os\nimport streamlit as st\nfrom stacklab.core.resolve import bind_args\n"
+                    "from stacklab import resolve, figures, _MODULES\n"
+                    "st.session_state['x'] = 1\n")
+    assert _page_problems(page) == ["stacklab.core.resolve.bind_args", "stacklab._MODULES", "os",
+                                    "session_state"]
 
 
 def test_no_pages_folder_next_to_the_app():
@@ -81,6 +136,9 @@ def test_build_presets_layers_and_export():
     at.selectbox(key="build_add_op").select("relu").run()
     at.button(key="FormSubmitter:build_add-Add").click().run()
     assert at.text_area(key="build_stack").value == "linear(8)\nrelu()"
+    assert not any("class Net(nn.Module)" in c for c in codes(at))  # made once opened
+    at.session_state["build_export"] = True  # the "Plain PyTorch code" panel, opened
+    at.run()
     assert any("class Net(nn.Module)" in c for c in codes(at))
 
 
@@ -437,3 +495,30 @@ def test_a_rope_stack_with_eval_lengths_trains_from_the_train_page():
     assert "Length generalization" in titles and "Attention score by offset" in titles
     scores = " ".join(m.value for m in at.markdown)
     assert "length 32" in scores and "partner attention" in scores
+
+
+def test_an_uploaded_file_is_parsed_once_not_on_every_rerun():
+    """Issue 28: a safetensors upload of many tensors was parsed again on every rerun. The
+    list of its tensors is kept in the session by the file's hash and reused while the file
+    stays; another file is parsed anew."""
+    import hashlib
+
+    import numpy as np
+    from safetensors.numpy import save
+
+    rng = np.random.default_rng(0)
+    data = save({f"layer{i}.wpe": rng.normal(size=(16, 8)).astype("float32") for i in range(300)})
+    at = app()
+    at.switch_page("views/explore.py").run()
+    at.file_uploader(key="explore_upload").upload("tables.safetensors", data).run()
+    assert not at.exception and not at.error
+    kept = at.session_state["explore_upload_names"]
+    assert kept[0][0] == hashlib.sha256(data).hexdigest() and len(kept[1]) == 300
+    at.selectbox(key="explore_upload_key").select("layer7.wpe").run()
+    at.run()
+    assert at.session_state["explore_upload_names"] is kept  # not parsed again
+    assert "Table of shape **[16, 8]**" in " ".join(m.value for m in at.markdown)
+    other = save({"wpe": rng.normal(size=(16, 8)).astype("float32"),
+                  "wte": rng.normal(size=(16, 8)).astype("float32")})
+    at.file_uploader(key="explore_upload").set_value(("gpt.safetensors", other, "")).run()
+    assert at.session_state["explore_upload_names"][1] == ["wpe", "wte"]

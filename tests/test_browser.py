@@ -497,3 +497,47 @@ def test_compare_renders_the_result_titles_and_loss_ticks_that_read(
     assert page.evaluate(TITLES_OUTSIDE) == []
     assert page.get_by_text("Changed since run").count() == 1  # the link has no settings
     page.close()
+
+
+# Everything a page loads (issue 28): a classroom without internet must not wait on a third
+# party, and a school's students are not sent to one by opening the class's server.
+PAGE_RESOURCES = """() => [
+  ...[...document.querySelectorAll('link[href]')].map(el => el.href),
+  ...[...document.querySelectorAll('[src]')].map(el => el.src),
+  ...performance.getEntriesByType('resource').map(entry => entry.name),
+]"""
+
+
+def test_a_students_browser_contacts_nothing_but_the_app(server, browser):
+    """A student opens the class link, trains and explores: every request Chromium makes,
+    and every resource the pages name (the page icon too, which a headless browser may
+    not fetch), goes to the app's own address."""
+    from urllib.parse import urlsplit
+
+    from stacklab.serve.links.experiment import from_query
+    from stacklab.serve.links.share import classroom_link
+
+    experiment, _ = from_query({**CLASS_LINK, "seed": "84"})
+    link = classroom_link(experiment, server)  # every control pinned, as the teacher shares it
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    requests: list[str] = []
+    context.on("request", lambda request: requests.append(request.url))
+    page = context.new_page()
+    named: list[str] = []
+    page.goto(link)
+    page.get_by_role("button", name="Train", exact=True).click(timeout=60_000)
+    page.get_by_text("Status: finished").wait_for(timeout=120_000)
+    named += page.evaluate(PAGE_RESOURCES)
+    page.get_by_role("link", name="Explore").first.click()
+    page.get_by_text("Gradient per row").first.wait_for(timeout=60_000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+    page.wait_for_timeout(1500)  # late requests: fonts, icons
+    named += page.evaluate(PAGE_RESOURCES)
+    icons = page.evaluate("[...document.querySelectorAll('link[rel~=icon]')].map(l => l.href)")
+    context.close()
+    app = urlsplit(server).netloc
+    outside = sorted({url for url in requests + named
+                      if urlsplit(url).scheme not in ("data", "blob", "about")
+                      and urlsplit(url).netloc != app})
+    assert requests and icons, (requests[:5], icons)
+    assert outside == [], outside

@@ -79,3 +79,38 @@ def test_branching_export_names_variables_after_nodes_and_runs(tmp_path):
     x = torch.randn(3, 4)
     with torch.no_grad():
         torch.testing.assert_close(exported(x), model(x))
+
+
+def test_many_threads_export_at_once_and_agree():
+    """The app exports in every session's thread (Build). ``inspect.getsource`` parses op
+    files with ``ast.parse``, which CPython 3.11 does not survive in many threads at once
+    (issue 28: "SystemError: AST constructor recursion depth mismatch" under load); the
+    export reads each op's source once, under a lock, so 24 threads started together on a
+    cold cache all give the one export."""
+    import threading
+
+    from stacklab.core import export
+
+    network = resolve("embedding(16, 32)\npos_embed(16)\nlayer_norm()\n"
+                      "attention(4, causal=true)\nlinear(64)\nrelu()\ngelu()\ndropout(0.1)\n"
+                      "linear(16)", ["B", 16], input_dtype="int64")
+    expected = to_pytorch(network)
+    export._SOURCES.clear()  # cold, as in a fresh server process
+    start = threading.Barrier(24)
+    results, errors = [], []
+
+    def one():
+        start.wait()
+        try:
+            results.append(to_pytorch(network))
+        except Exception as err:  # noqa: BLE001  (any error of any thread fails the test)
+            errors.append(repr(err))
+
+    threads = [threading.Thread(target=one) for _ in range(24)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and results == [expected] * 24
+    things = {thing for node in network.nodes for thing in node.spec.torch_source}
+    assert set(export._SOURCES) == things  # each read once, and kept

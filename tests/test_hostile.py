@@ -16,7 +16,7 @@ from stacklab.lab.runs.checkpoint import load_checkpoint, read_metadata
 from stacklab.serve.links.experiment import from_query
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
-import app_state  # noqa: E402  (the page layer's escaping)
+from ui import markdown  # noqa: E402  (the page layer's escaping)
 
 
 def test_a_huge_argument_list_is_refused_quickly_and_small():
@@ -31,7 +31,7 @@ def test_a_huge_argument_list_is_refused_quickly_and_small():
 
 def _read(shown: str) -> tuple[str, str]:
     """``shown`` as Markdown reads it: the text outside its code spans (where Markdown
-    would act; the ``&#58;`` `app_state.plain` writes between two spans dropped), and the
+    would act; the ``&#58;`` `ui.markdown.plain` writes between two spans dropped), and the
     whole text a browser shows."""
     import re
 
@@ -57,7 +57,7 @@ def _read(shown: str) -> tuple[str, str]:
 def test_user_text_is_never_live_markdown(text):
     import re
 
-    shown = app_state.plain(text)
+    shown = markdown.plain(text)
     assert "\n" not in shown and ":material/" not in shown  # Streamlit rewrites that one
     bare, rendered = _read(shown)
     assert not set("[]*$~<>`#|@&\\") & set(bare), bare
@@ -68,9 +68,9 @@ def test_user_text_is_never_live_markdown(text):
 
 def test_plain_words_stay_readable():
     message = "seq_len='https://example.com/s' is not a whole number from 1 to 512; using 16"
-    assert app_state.plain(message) == ("` seq_len='https://example.com/s' ` is not a whole "
+    assert markdown.plain(message) == ("` seq_len='https://example.com/s' ` is not a whole "
                                         "number from 1 to 512; using 16")
-    assert app_state.plain("x" * 500, limit=400) == "x" * 400 + "…"
+    assert markdown.plain("x" * 500, limit=400) == "x" * 400 + "…"
 
 
 def test_echoed_link_values_are_short_and_problems_never_raise():

@@ -18,12 +18,12 @@ from stacklab.serve.links.experiment import (DEFAULT, DEFAULT_TASK, FIELDS, HIDE
                                        from_query, preset_changes, task_preset, to_query)
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
-import app_state  # noqa: E402  (the app layer makes a row's control)
+from ui import controls  # noqa: E402  (the app layer makes a row's control)
 
 
 def control(row) -> dict:
     """The keyword arguments of the app's control of ``row``."""
-    return app_state.setting_widget(st, row)[1]
+    return controls.setting_widget(st, row)[1]
 
 
 def test_every_trainconfig_field_has_a_row_and_nothing_else_does():

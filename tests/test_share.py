@@ -20,6 +20,7 @@ from stacklab import StackError
 from stacklab.lab.tasks import TASKS
 from stacklab.serve.links import share
 from stacklab.serve.links.experiment import DEFAULT, HIDEABLE, from_query
+from stacklab.serve.links.link_table import LINK_VALUES
 from stacklab.serve.links.share import (ALL_PINS, check_base_url, classroom_link, experiment_of_link,
                                   present_figure, share_address)
 
@@ -93,8 +94,8 @@ def test_base_urls_keep_their_path_and_lose_the_trailing_slash():
 
 
 def test_view_values_and_everything_pinned():
-    assert share.parse_view("present") == ("present", None)
-    assert "not one of present" in share.parse_view("huge")[1]
+    assert LINK_VALUES["view"].parse("present") == ("present", None)
+    assert "not one of present" in LINK_VALUES["view"].parse("huge")[1]
     assert share.pins_everything(replace(DEFAULT, hide=ALL_PINS))
     assert not share.pins_everything(replace(DEFAULT, hide=ALL_PINS[:-1]))
 
@@ -143,6 +144,29 @@ def test_the_qr_code_is_a_png_of_the_links_symbol():
     side = (segno.make(link, error="m", micro=False).symbol_size(scale=4, border=4))
     assert (width, height) == side
     assert share.qr_png(link + "x", scale=4) != png
+
+
+def commented_preset(chars: int) -> str:
+    """The preset of task position with a teacher's notes above it, ``chars`` long."""
+    stack, step = TASKS["position"].preset(16), 0
+    note = "# step {}: each position gets its own row of the table\n"
+    while len(stack) + len(note.format(step)) + 2 <= chars:
+        stack, step = note.format(step) + stack, step + 1
+    return stack + "\n#" + "x" * (chars - len(stack) - 2)
+
+
+def test_a_link_longer_than_a_qr_code_holds_is_an_e_value():
+    """A QR code at error level M holds 2,331 bytes: a 2,144-character link fits, the link
+    of a commented preset of 2,144 characters does not, and says so as a `StackError`."""
+    experiment = DEFAULT.with_task_preset("position")
+    fits = classroom_link(replace(experiment, stack=commented_preset(1200)), BASE)
+    fits += "#" * (2144 - len(fits))  # made 2,144 long by a fragment, which is not sent
+    assert len(fits) == 2144 and share.qr_png(fits)[:4] == b"\x89PNG"
+    link = classroom_link(replace(experiment, stack=commented_preset(2144)), BASE)
+    with pytest.raises(StackError) as caught:
+        share.qr_png(link)
+    assert caught.value.code == "E_VALUE" and f"{len(link):,} characters" in str(caught.value)
+    assert "as text" in caught.value.hint
 
 
 # --- the projector's figure ------------------------------------------------------------
@@ -305,6 +329,27 @@ def test_a_server_on_loopback_warns_with_the_command_that_fixes_it(listening_on)
     open_share_panel(at)
     assert "listens on 127.0.0.1 only" in at.warning[0].value
     assert "make run HOST=0.0.0.0" in [c.value for c in at.code]
+
+
+def test_a_link_too_long_for_a_qr_code_is_shown_as_text_and_the_run_status_stays():
+    """Issue 28: a commented preset's link is longer than a QR code holds; the share panel
+    shows the link with a note instead of the code, and the run's status below it stays,
+    on every rerun while the panel is open."""
+    stack = commented_preset(2144)
+    at = app(task="position", steps="30", seed="47", stack=stack, input="B,16",
+             input_dtype="int64")
+    at.switch_page("views/train.py").run()
+    open_share_panel(at)
+    assert not at.exception
+    link = share_link(at)
+    assert len(link) > 2336 and not at.get("image")  # past what a QR code holds
+    assert "more than a QR code holds" in texts(at) and "copy it" in texts(at)
+    assert "No run yet" in texts(at)
+    at.button(key="train_train").click().run()
+    wait_for_finished(at)
+    at.run()
+    assert not at.exception and "Status: **finished**" in texts(at)
+    assert "more than a QR code holds" in texts(at)
 
 
 def teachers_run(task="position", steps="60", seed="43") -> tuple[str, str]:

@@ -4,71 +4,65 @@ import zlib
 
 import streamlit as st
 
-import app_state
-from stacklab import StackError, catalog, resolve
-from stacklab.core import editing
-from stacklab.core.errors import annotate
-from stacklab.core.export import to_pytorch
-from stacklab.core.language import default_node_name
-from stacklab.core.report import is_branching
-from stacklab.core.resolve import bind_args
-from stacklab.core.shapes import DTYPES
-from stacklab.serve.limits import MAX_STACK_CHARS, PARAM_BUDGET_BYTES
-from stacklab.serve.links.changes import holding
-from stacklab.serve.links.experiment import presets
+from stacklab import StackError, catalog, export, resolve
+from ui import controls, scripts, session, urls
+from ui.lab import (DTYPES, MAX_STACK_CHARS, PARAM_BUDGET_BYTES, annotate, bind_args,
+                    default_node_name, editing, holding, is_branching, presets)
+from ui.markdown import plain, show_error
 from views import share_panel
 
 PAGE = "build"
-experiment = app_state.start()
+state = session.PageState(PAGE, "preset", "add_position", "add_name", "added", "export")
+experiment = urls.start()
 st.title("Build")
 st.caption("One op per line, `name = op(arg, key=value)`, `#` for comments. Every shape is "
            "resolved before anything runs.")
-st.caption(app_state.plain(holding(experiment), 600))  # which task and preset it holds
-app_state.show_url_problems()
+st.caption(plain(holding(experiment), 600))  # which task and preset it holds
+scripts.show_url_problems()
 share_panel.build_note()  # a classroom link that pins the stack: why it is read-only
-app_state.show_pinned(("input", "input_dtype", "dtype"))
+controls.show_pinned(("input", "input_dtype", "dtype"))
 
 PRESETS = presets()
 
 
 def apply_preset():
-    label = st.session_state.get("build_preset")
+    label = state.get("preset")
     if label in PRESETS:
-        before = app_state.experiment()
-        app_state.update(**PRESETS[label])
-        app_state.note_preset_changes(before, label)  # its steps, lr, …: said, not silent
-    st.session_state["build_preset"] = None  # so the same preset can be chosen again
+        before = session.experiment()
+        urls.update(**PRESETS[label])
+        scripts.note_preset_changes(before, label)  # its steps, lr, …: said, not silent
+    state["preset"] = None  # so the same preset can be chosen again
 
 
 def edit_stack(new_source: str) -> None:
-    app_state.update(stack=new_source)
+    urls.update(stack=new_source)
 
 
 def edit_layer(operation, *args) -> None:
     """Apply a layer edit to the stack as it is when the button is clicked."""
     try:
-        app_state.update(stack=operation(app_state.experiment().stack, *args))
+        urls.update(stack=operation(session.experiment().stack, *args))
     except (StackError, IndexError):
         pass  # the text changed under the button; the page redraws with the new layers
 
 
-if not app_state.hidden("presets"):
-    st.selectbox("Start from a preset", list(PRESETS), index=None, key="build_preset",
+if not controls.hidden("presets"):
+    st.selectbox("Start from a preset", list(PRESETS), index=None, key=state.key("preset"),
                  placeholder="Choose a preset…", on_change=apply_preset)
 
 left, right = st.columns([4, 7], gap="large")
 with left:
-    source = app_state.bound(st.text_area, "stack", "Stack", PAGE, height=230,
+    source = controls.bound(st.text_area, "stack", "Stack", PAGE, height=230,
                              max_chars=MAX_STACK_CHARS)
     shape_col, input_dtype_col, dtype_col = st.columns(3)
-    input_text = app_state.bound(shape_col.text_input, "input", "Input shape", PAGE,
+    input_text = controls.bound(shape_col.text_input, "input", "Input shape", PAGE,
                                  help="Sizes and symbols, e.g. B,12 or B,T,16")
-    input_dtype = app_state.bound(input_dtype_col.selectbox, "input_dtype", "Input dtype", PAGE,
+    input_dtype = controls.bound(input_dtype_col.selectbox, "input_dtype", "Input dtype", PAGE,
                                   options=list(DTYPES))
-    dtype = app_state.setting_control(dtype_col, "dtype", PAGE)
+    dtype = controls.setting_control(dtype_col, "dtype", PAGE)
     if source.strip():
         st.code(source, language=None, line_numbers=True)
-    if app_state.link_too_long():
+    if urls.link_too_long():
         st.caption("This stack is too long to share as a link; the link keeps the other "
                    "settings.")
 
@@ -82,7 +76,7 @@ except StackError as err:
 
 with right:
     if error is not None:
-        app_state.show_error(error)
+        show_error(error)
         if error.line:
             st.code(annotate(source, error), language=None)
     else:
@@ -96,7 +90,7 @@ with right:
 
 MAX_LAYER_ROWS = 40  # past this, the list would cost the browser more than it helps
 
-if not app_state.hidden("layers"):
+if not controls.hidden("layers"):
     st.subheader("Layers")
     try:
         calls = editing.calls(source)
@@ -126,7 +120,7 @@ if not app_state.hidden("layers"):
             # Only whole numbers get their range: a float's bound may be open (dropout's
             # p < 1), which a number box cannot hold; the resolver explains such a value.
             bounded = arg.type is int
-            widget, kwargs = app_state.value_widget(
+            widget, kwargs = controls.value_widget(
                 st, arg.type, help_text, options=arg.choices or None,
                 low=arg.minimum if bounded else None, high=arg.maximum if bounded else None)
             if arg.choices:
@@ -151,7 +145,7 @@ if not app_state.hidden("layers"):
                       on_click=edit_layer, args=(editing.remove_call, index))
         spec = ops.get(call.op)
         if spec is not None and spec.args:
-            with st.expander(f"Edit {app_state.plain(name)}"):
+            with st.expander(f"Edit {plain(name)}"):
                 try:
                     current = dict(bind_args(spec, call))
                 except StackError:
@@ -165,7 +159,7 @@ if not app_state.hidden("layers"):
                             source, index, editing.format_call(spec, values, call.name)))
                         st.rerun()
 
-    with st.expander("Add an op", expanded=not calls or st.session_state.get("build_added", False)):
+    with st.expander("Add an op", expanded=not calls or state.get("added", False)):
         op_name = st.selectbox("Op", list(ops), key="build_add_op",
                                format_func=lambda n: f"{n} — {ops[n].summary}")
         spec = ops[op_name]
@@ -173,20 +167,24 @@ if not app_state.hidden("layers"):
             st.caption(f"`{spec.shape_text}` · {spec.relation}")
             values = arg_widgets(spec, editing.example_values(spec), f"build_add_{op_name}",
                                  names)
-            node_name = st.text_input("Name (optional)", key="build_add_name")
+            node_name = st.text_input("Name (optional)", key=state.key("add_name"))
             position = st.number_input("Position", min_value=0, max_value=len(calls),
-                                       value=len(calls), step=1, key="build_add_position")
+                                       value=len(calls), step=1, key=state.key("add_position"))
             if st.form_submit_button("Add"):
                 text = editing.format_call(spec, values, node_name.strip() or None)
                 edit_stack(editing.insert_call(source, int(position), text))
                 # the next op goes after this one, unless a position is chosen again
-                for key in ("build_add_position", "build_add_name"):
-                    st.session_state.pop(key, None)
-                st.session_state["build_added"] = True
+                for name in ("add_position", "add_name"):
+                    state.pop(name)
+                state["added"] = True
                 st.rerun()
 
 if network is not None:
-    with st.expander("Plain PyTorch code"):
-        code = to_pytorch(network)
-        st.code(code, language="python")
-        st.download_button("Download stack.py", code, file_name="stack.py", mime="text/x-python")
+    # Made only once opened, as Train's stack: the export reads the ops' source files, work
+    # that every rerun of every session would otherwise repeat for a folded panel.
+    export_panel = st.expander("Plain PyTorch code", key=state.key("export"), on_change="rerun")
+    if export_panel.open:
+        code = export.to_pytorch(network)
+        export_panel.code(code, language="python")
+        export_panel.download_button("Download stack.py", code, file_name="stack.py",
+                                     mime="text/x-python")

@@ -2,14 +2,13 @@
 
 import streamlit as st
 
-import app_state
-from stacklab import catalog
-from stacklab.core.docs import op_page
-from stacklab.lab.tasks import TASKS
+from stacklab import TASKS, catalog
+from ui import scripts, urls
+from ui.lab import op_page
 
-app_state.start()
+urls.start()
 st.title("Catalog")
-app_state.show_url_problems()
+scripts.show_url_problems()
 ops = catalog()
 choice = st.selectbox("Op", list(ops), key="catalog_op",
                       format_func=lambda n: f"{ops[n].signature} — {ops[n].summary}")

@@ -1,59 +1,61 @@
 """Explore: what the position table of the latest run learned, figure by figure."""
 
-import zlib
+import hashlib
 
 import streamlit as st
 
-import app_state
 from stacklab import StackError, Status
-from stacklab.lab.reports.html import report_html
-from stacklab.lab.reports.table_file import (MAX_UPLOAD_BYTES, UPLOAD_LIMIT, explore_table,
-                                             read_table, tensor_names)
+from ui import figures, scripts, session, urls
+from ui.lab import (MAX_UPLOAD_BYTES, UPLOAD_LIMIT, explore_table, read_table,
+                    report_html, tensor_names)
+from ui.markdown import plain, show_error
 from views import share_panel
 
-app_state.start()
+state = session.PageState("explore", "upload", "upload_key", "upload_names", "upload_drawn",
+                          "node")
+urls.start()
 st.title("Explore")
-app_state.show_url_problems()
+scripts.show_url_problems()
 
 
 def table_from_a_file() -> None:
     """A position table trained elsewhere: every figure and score that needs only it."""
     upload = st.file_uploader(
         f"A position table as .safetensors or .npy (at most {UPLOAD_LIMIT}; "
-        "pickled .npy files are refused)", type=["safetensors", "npy"], key="explore_upload")
+        "pickled .npy files are refused)", type=["safetensors", "npy"], key=state.key("upload"))
     if upload is None:
         return
     data = upload.getvalue()
+    digest = (hashlib.sha256(data).hexdigest(), upload.name)  # the file, not its bytes, kept
     try:
-        names = tensor_names(data, upload.name)
-        key = (st.selectbox("Tensor", names, key="explore_upload_key",
+        # parsed once per upload: a file of many tensors costs its parse once, not every rerun
+        names = state.cached("upload_names", digest, lambda: tensor_names(data, upload.name))
+        key = (st.selectbox("Tensor", names, key=state.key("upload_key"),
                             help="the 2-D tensors of the file") if len(names) > 1 else None)
-        cache_key = (zlib.crc32(data), upload.name, key)
-        drawn = st.session_state.get("explore_upload_drawn")
-        if drawn is None or drawn[0] != cache_key:
+
+        def draw():
             with st.spinner("Reading the table and drawing its figures…"):
                 table = read_table(upload.name, key, data=data, max_bytes=MAX_UPLOAD_BYTES)
                 label = key or upload.name.rsplit(".", 1)[0]
-                drawn = (cache_key, list(table.shape), *explore_table(table, label))
-            st.session_state["explore_upload_drawn"] = drawn
+                return (list(table.shape), *explore_table(table, label))
+
+        shape, scores, drawn = state.cached("upload_drawn", (*digest, key), draw)
     except StackError as err:
-        app_state.show_error(err)
+        show_error(err)
         return
-    _, shape, scores, figures = drawn
     shown = {name: value for name, value in scores.items() if isinstance(value, float)}
     st.markdown(f"Table of shape **{shape}**, scored on its first {scores['rows_scored']} rows: "
                 + (", ".join(f"{name.replace('_', ' ')} **{value:.2f}**"
                              for name, value in shown.items())
                    or "no score applies to a table this short"))
-    app_state.show_figures(figures, "explore_upload")
+    figures.show_figures(drawn, "explore_upload")
 
 
 with st.expander("A table trained elsewhere (e.g. GPT-2's wpe): upload it",
-                 expanded="explore_upload_drawn" in st.session_state):
+                 expanded="upload_drawn" in state):
     table_from_a_file()
-pool = app_state.pool()
-jobs = pool.jobs_of(app_state.owner())
-owner = app_state.owner()
+owner = session.owner()
+jobs = session.pool().jobs_of(owner)
 active = next((job for job in jobs if job.view(owner).active), None)
 if active is not None:
     now = active.view(owner)
@@ -67,7 +69,7 @@ if active is not None:
 
     wait_for_the_run()
 
-job = app_state.latest_run()
+job = session.latest_run()
 if job is None:
     if active is None:
         st.info("No finished run yet. Train one first.")
@@ -75,7 +77,7 @@ if job is None:
     st.stop()
 
 run = job.run
-app_state.show_changed_since(job)  # a run of an earlier experiment says so, first
+scripts.show_changed_since(job)  # a run of an earlier experiment says so, first
 accuracy = run.final["accuracy"]
 shown = f"{accuracy:.1%}" if accuracy is not None else "not measured"
 whose = share_panel.whose_run(job)  # "Your latest run", or the shared run of the link
@@ -83,14 +85,14 @@ st.markdown(f"{whose}: task **{run.task.name}**, T = {run.config.seq_len}, "
             f"{run.step} steps, status **{run.status}**, held-out accuracy **{shown}**  \n"
             f"*What to look for:* {run.task.pattern}")
 share_panel.read_only_note(job)
-if app_state.presenting() and job.pattern_now() is not None:
+if session.presenting() and job.pattern_now() is not None:
     share_panel.show_presented(job.pattern_now())
 if run.status == Status.DIVERGED:
-    st.warning(app_state.plain(run.error, 1000))
+    st.warning(plain(run.error, 1000))
 
 node = None
 if len(run.position_nodes) > 1:
-    node = st.selectbox("Position table", run.position_nodes, key="explore_node")
+    node = st.selectbox("Position table", run.position_nodes, key=state.key("node"))
 elif not run.position_nodes:
     st.info("This stack has no learned position table (`pos_embed`), so the figures of a "
             "table do not apply: what marks positions here (a fixed `sin_pos`, or the "
@@ -100,7 +102,7 @@ elif not run.position_nodes:
 try:
     drawn = job.figures(node)  # drawn by the worker; read once per run, shared by every session
 except StackError as err:
-    app_state.show_error(err)
+    show_error(err)
     st.stop()
 
 
@@ -116,4 +118,4 @@ download[2].download_button("figures (report.html)", lambda: report_html(run, jo
                             file_name="report.html", mime="text/html", key="explore_report",
                             icon=":material/download:")
 
-app_state.show_figures(drawn, f"explore_{job.id}_{node}")
+figures.show_figures(drawn, f"explore_{job.id}_{node}")

@@ -2,34 +2,33 @@
 
 import streamlit as st
 
-import app_state
 from stacklab import TASKS, StackError, Status, figures
-from stacklab.core.build import available_devices
-from stacklab.core.errors import annotate
-from stacklab.lab.reports.compare import length_rows
-from stacklab.lab.settings import SETTINGS
+from ui import controls, scripts, session, urls
+from ui.lab import SETTINGS, annotate, available_devices, length_rows
+from ui.markdown import plain, show_error
 from views import share_panel
 
 PAGE = "train"
-experiment = app_state.start()
+state = session.PageState(PAGE, "error", "pattern_hover")
+experiment = urls.start()
 st.title("Train")
-app_state.show_url_problems()
-pool = app_state.pool()
-owner = app_state.owner()
-if app_state.shared_run(app_state.current_job()):
-    share_panel.student_note(app_state.current_job().view(owner))
-if app_state.presenting():
+scripts.show_url_problems()
+pool = session.pool()
+owner = session.owner()
+if session.shared_run(session.current_job()):
+    share_panel.student_note(session.current_job().view(owner))
+if session.presenting():
     share_panel.projector(owner)  # the pattern figure large and first, for the room
 
 
 # The controls of every training setting this page shows, in the table's order, four a row.
 SHOWN = [row.name for row in SETTINGS.values() if row.link and row.page == PAGE]
-UNPINNED = [name for name in SHOWN if not app_state.hidden(name)]  # no empty rows on a link
+UNPINNED = [name for name in SHOWN if not controls.hidden(name)]  # no empty rows on a link
 for start in range(0, len(UNPINNED), 4):
     for column, name in zip(st.columns(4), UNPINNED[start:start + 4]):
-        app_state.setting_control(column, name, PAGE)
-app_state.show_pinned(SHOWN)
-experiment = app_state.experiment()
+        controls.setting_control(column, name, PAGE)
+controls.show_pinned(SHOWN)
+experiment = session.experiment()
 available = available_devices()
 
 task = TASKS[experiment.task]
@@ -37,7 +36,7 @@ st.markdown(f"**{task.name}** — {task.description}  \n*What the position table
             f"learn:* {task.pattern}")
 
 if experiment.device not in available:
-    st.warning(f"Device {app_state.plain(experiment.device)} is not available on this server; "
+    st.warning(f"Device {plain(experiment.device)} is not available on this server; "
                "runs use auto (the best available).")
 config = experiment.train_config(available)
 fits = True
@@ -45,13 +44,13 @@ try:
     pool.check(experiment.stack, config)
 except StackError as err:
     fits = False
-    app_state.show_error(err, prefix="This run cannot start: ")
+    show_error(err, prefix="This run cannot start: ")
     if err.line:
         st.code(annotate(experiment.stack, err), language=None)
     if err.code not in ("E_BUDGET", "E_ARG"):
         preset = experiment.with_task_preset(task.name, experiment.seq_len)
         st.button(f"Use the preset stack for {task.name}", key="train_use_preset",
-                  on_click=lambda: app_state.update(stack=preset.stack, input=preset.input,
+                  on_click=lambda: urls.update(stack=preset.stack, input=preset.input,
                                                     input_dtype=preset.input_dtype))
 else:
     # Drawn only once opened: a code element, even folded away, makes the browser load and
@@ -62,37 +61,37 @@ else:
 
 
 def start_training():
-    current = app_state.experiment()  # a control edited just before the click is included
+    current = session.experiment()  # a control edited just before the click is included
     try:
         job = pool.submit(owner, current.stack, current.train_config(available))
     except StackError as err:
-        st.session_state["train_error"] = err
+        state["error"] = err
     else:
-        app_state.watch(job)  # the key goes into the URL: a reload or a shared link reattaches
-        st.session_state.pop("train_error", None)
+        session.watch(job)  # the key goes into the URL: a reload or a shared link reattaches
+        state.pop("error")
 
 
 def stop_training():
-    job = app_state.current_job()
+    job = session.current_job()
     if job is not None:
         pool.stop(owner, job.id)
-        st.session_state.pop(app_state.RUN_KEY, None)  # a reload must not re-attach
+        session.forget_run_key()  # a reload must not re-attach
 
 
-job = app_state.current_job()
+job = session.current_job()
 view = job.view(owner) if job else None
 train_col, stop_col, share_col = st.columns([1, 1, 6])
 # A student on the teacher's link has nothing to train: Train would only join the same run.
-student = app_state.student_view(job) and view.status not in (Status.STOPPED, Status.FAILED)
+student = session.student_view(job) and view.status not in (Status.STOPPED, Status.FAILED)
 if not student:
-    train_col.button("Train", type="secondary" if app_state.shared_run(job) else "primary",
+    train_col.button("Train", type="secondary" if session.shared_run(job) else "primary",
                      disabled=not fits, on_click=start_training, key="train_train")
     share_panel.share_button(share_col, job)
 if not student or view.active:
     stop_col.button("Stop", disabled=not (view and view.active), on_click=stop_training,
                     key="train_stop", help="Stop watching; a run shared with others goes on for them")
-if "train_error" in st.session_state:
-    app_state.show_error(st.session_state["train_error"])
+if "error" in state:
+    show_error(state["error"])
 
 
 def shared_note(now) -> str:
@@ -118,8 +117,8 @@ def pattern_figure(container, current, now) -> None:
     width = figures.column_width(2)
     spot = container.container(key=f"train_pattern_{now.id}")
     still = (figures.figure_svg(now.pattern.figure, width=width, font=15)
-             if app_state.student_view(current) else None)  # kept with the shared figure
-    if still is not None and not st.session_state.get("train_pattern_hover"):  # markdown, whose code the page has loaded already (st.image's not)
+             if session.student_view(current) else None)  # kept with the shared figure
+    if still is not None and not state.get("pattern_hover"):  # markdown, whose code the page has loaded already (st.image's not)
         score = f" — {now.pattern.score}" if now.pattern.score else ""
         spot.markdown(figures.svg_img(still, f"{now.pattern.title}{score} (heatmap)"),
                       unsafe_allow_html=True)
@@ -127,18 +126,18 @@ def pattern_figure(container, current, now) -> None:
         spot.plotly_chart(figures.fit_title(now.pattern.figure, width),
                           key=f"train_pattern_chart_{now.id}")
     if still is not None:
-        container.toggle("Values on hover", key="train_pattern_hover",
+        container.toggle("Values on hover", key=state.key("pattern_hover"),
                          help="The interactive chart: each cell's value under the pointer")
 
 
 @st.fragment(run_every=poll_seconds(view))
 def status_panel():
-    current = app_state.current_job()
+    current = session.current_job()
     if current is None:
         st.info("No run yet: press **Train**.")
         return
     now = current.view(owner)
-    app_state.show_changed_since(current)  # a run of an earlier experiment says so, first
+    scripts.show_changed_since(current)  # a run of an earlier experiment says so, first
     if now.status == Status.QUEUED:
         st.info(f"Status: **queued** — position {now.position} in the queue "
                 f"({pool.stats()['running']} runs in progress){shared_note(now)}")
@@ -157,19 +156,19 @@ def status_panel():
                    if current.status.active and now.watchers > 0 else "")
         st.warning(f"Status: **stopped** at step {now.step}{goes_on}")
     else:
-        st.error(f"Status: **{now.status}** — {app_state.plain(now.error, 1000)}")
+        st.error(f"Status: **{now.status}** — {plain(now.error, 1000)}")
     st.progress(now.progress, text=f"{now.step} / {now.steps} steps")
     if now.history:
         left, right = st.columns(2)
         left.plotly_chart(current.curves(now), key=f"train_curves_{now.id}")  # shared
-        if now.pattern is not None and not app_state.presenting():  # else it is at the top
+        if now.pattern is not None and not session.presenting():  # else it is at the top
             pattern_figure(right, current, now)
-            score = f" — {app_state.plain(now.pattern.score, 300)}" if now.pattern.score else ""
-            right.caption(f"**{app_state.plain(now.pattern.title, 200)}** at step "
+            score = f" — {plain(now.pattern.score, 300)}" if now.pattern.score else ""
+            right.caption(f"**{plain(now.pattern.title, 200)}** at step "
                           f"{now.history[-1]['step']}{score}: "
-                          f"{app_state.plain(now.pattern.caption, 1000)}")
+                          f"{plain(now.pattern.caption, 1000)}")
     if not now.active and current.run is not None:
-        app_state.keep_run(current)
+        session.keep_run(current)
         if current.config.lengths:  # length generalization, as Explore and Compare show it
             st.markdown(f"**Length generalization** (trained on T = {current.config.seq_len})")
             st.dataframe(length_rows(current.run), hide_index=True)
@@ -177,11 +176,11 @@ def status_panel():
         st.page_link("views/explore.py", label="Explore what the table learned",
                      icon=":material/insights:")
     if view is not None and view.active and not now.active:
-        app_state.scroll_later(f".st-key-train_pattern_{now.id}")  # its heatmap, in view
+        scripts.scroll_later(f".st-key-train_pattern_{now.id}")  # its heatmap, in view
         st.rerun()  # the run ended: redraw the page (buttons, no more polling)
     if now.active and view is not None and poll_seconds(now) != poll_seconds(view):
         st.rerun()  # the fragment polls at the page's last interval: a queued run started
 
 
 status_panel()
-app_state.scroll_if_asked()
+scripts.scroll_if_asked()

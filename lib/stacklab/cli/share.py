@@ -7,11 +7,13 @@ import sys
 
 from ..core.errors import StackError
 from ..lab.settings import SETTINGS
+from ..serve.links.link_table import LINK_VALUES
 from .paths import read_source
 
 
 def link_values(args, parser) -> dict[str, str]:
-    """The link values the flags give (a link's text, as a page would be opened with)."""
+    """The link values the flags give, each written by its row of the link table (a link's
+    text, as a page would be opened with)."""
     values = {}
     if args.file is not None:
         values["stack"] = read_source(args.file, parser)
@@ -22,7 +24,7 @@ def link_values(args, parser) -> dict[str, str]:
     for row in SETTINGS.values():
         value = getattr(args, row.name, None) if row.cli and row.link else None
         if value is not None:
-            values[row.name] = repr(value) if isinstance(value, float) else str(value)
+            values[row.name] = LINK_VALUES[row.name].write(value)
     return values
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import textwrap
+import threading
 
 from .network import Network
 from .nodes import is_chain
@@ -46,9 +47,20 @@ class StackError(ValueError):
 '''
 
 
+_SOURCES: dict[object, str] = {}  # an op's class or helper -> its source, read once
+_SOURCES_LOCK = threading.Lock()
+
+
 def _source_of(thing) -> str:
-    """The source of an op's module class or helper function, as written in its op file."""
-    return "\n" + textwrap.dedent(inspect.getsource(thing)).rstrip() + "\n"
+    """The source of an op's module class or helper function, as written in its op file:
+    read once per process, under a lock. ``inspect.getsource`` parses the whole op file
+    with ``ast.parse``, which CPython 3.11 does not survive in many threads at once
+    ("SystemError: AST constructor recursion depth mismatch"): the app's pages export in
+    every session's thread."""
+    with _SOURCES_LOCK:
+        if thing not in _SOURCES:
+            _SOURCES[thing] = "\n" + textwrap.dedent(inspect.getsource(thing)).rstrip() + "\n"
+        return _SOURCES[thing]
 
 
 def to_pytorch(network: Network, class_name: str = "Net") -> str:

@@ -9,63 +9,35 @@
 Bad values never raise: each is reported in words and replaced by its default, so a
 mangled classroom link still opens.
 
-The fields of a link are the network's (`NETWORK_FIELDS`: stack, input shape, input
-dtype) and then every setting of `stacklab.lab.settings` that is marked for links, each
-parsed within its classroom range. `Experiment` is made from those rows, with the default
-task's preset as its defaults, so a new setting reaches links, the URL parser and the
-app by its one declaration.
+Every value is read and written by its row of the link table (`link_table.LINK_TABLE`):
+the network's (`NETWORK_FIELDS`: stack, input shape, input dtype), then every setting of
+`stacklab.lab.settings` that is marked for links, each parsed within its classroom range,
+then the controls it pins, and the session's values (run, compare, view) that `read_link`
+and `write_link` add. `Experiment` is made from the experiment's rows, with the default
+task's preset as its defaults, so a new setting reaches links, the URL parser and the app
+by its one declaration.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, make_dataclass, replace
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
-from ...core.errors import choice_problem, closest, shown
-from ...core.shapes import DTYPES
 from ...lab.settings import SETTINGS, TrainConfig
 from ...lab.tasks import TASKS
-from ..limits import MAX_STACK_CHARS
+from ..limits import MAX_LINK_STACK_CHARS
+from .link_table import HIDEABLE  # noqa: F401  (the controls a link may pin, named here too)
+from .link_table import (EXPERIMENT_VALUES, SESSION_VALUES, LinkValue, parse_values,
+                         write_values)
 
 DEFAULT_TASK = "reverse"  # a first visit trains this task's preset
 REFERENCE_STEM = "embedding(500, 16)\npos_embed(32)\nlinear(4)"
-UI_CONTROLS = ("presets", "layers")  # Build page controls a link may hide besides the fields
 
-
-@dataclass(frozen=True)
-class LinkField:
-    """One query parameter: its name, Python type and how a link's text becomes a value."""
-
-    name: str
-    type: type
-    parse: Callable[[str], tuple[object, str | None]]  # raw -> (value or None, problem)
-
-
-def _text(name: str, limit: int):
-    def parse(raw: str):
-        if len(raw) > limit:
-            return None, f"{name} is {len(raw):,} characters long; at most {limit:,}"
-        return raw, None
-    return parse
-
-
-def _choice(name: str, options: Sequence[str]):
-    def parse(raw: str):
-        if raw in options:
-            return raw, None
-        return None, choice_problem(name, raw, options)
-    return parse
-
-
-NETWORK_FIELDS = (
-    LinkField("stack", str, _text("stack", MAX_STACK_CHARS)),
-    LinkField("input", str, _text("input", 200)),
-    LinkField("input_dtype", str, _choice("input_dtype", list(DTYPES))),
-)
+# The experiment's fields, in the link table's order: the network's, then every link setting.
+FIELDS: tuple[LinkValue, ...] = tuple(value for value in EXPERIMENT_VALUES if value.hideable)
+NETWORK_FIELDS = FIELDS[:3]  # stack, input, input_dtype
 LINK_SETTINGS = tuple(row for row in SETTINGS.values() if row.link)
-FIELDS = NETWORK_FIELDS + tuple(LinkField(row.name, row.type, row.parse_link)
-                                for row in LINK_SETTINGS)
-HIDEABLE = tuple(f.name for f in FIELDS) + UI_CONTROLS
+PARSERS = {value.name: value.parse for value in EXPERIMENT_VALUES}  # hide= and pin= too
 
 
 def task_preset(task: str, seq_len: int | None = None) -> dict[str, object]:
@@ -159,63 +131,63 @@ def presets() -> dict[str, dict[str, object]]:
     return found
 
 
-def _hide(raw: str):
-    names = tuple(dict.fromkeys(n.strip() for n in raw.split(",") if n.strip()))
-    unknown = [n for n in names if n not in HIDEABLE]
-    if unknown:
-        meant = {n: closest(n, HIDEABLE) for n in unknown}
-        fixed = [meant.get(n, n) for n in names if meant.get(n, n)]
-        guess = (f"; did you mean {', '.join(m for m in meant.values() if m)}? e.g. "
-                 f"hide={','.join(dict.fromkeys(fixed))}" if any(meant.values()) else "")
-        return (tuple(n for n in names if n in HIDEABLE),
-                f"hide: unknown control(s) {', '.join(shown(n) for n in unknown[:5])}{guess}; "
-                f"known: {', '.join(HIDEABLE)}")
-    return names, None
-
-
-PARSERS = {**{f.name: f.parse for f in FIELDS}, "hide": _hide}
-
-
 def from_query(params: Mapping[str, object]) -> tuple[Experiment, list[str]]:
     """The experiment a link describes, and a message for every value that was refused.
 
-    ``params`` maps names to strings (or lists of strings, the last one wins). A link
-    that names a task but no stack gets that task's preset.
+    ``params`` maps names to strings (or lists of strings, the last one wins), each read by
+    its row of the link table. A link that names a task but no stack gets that task's preset.
     """
-    values: dict[str, object] = {}
-    refused: list[tuple[str, str, bool]] = []  # (field, problem, was the value dropped)
-    for name, parse in PARSERS.items():
-        raw = params.get(name)
-        if isinstance(raw, (list, tuple)):
-            raw = raw[-1] if raw else None
-        if raw is None:
-            continue
-        value, problem = parse(str(raw))
-        if value is not None or problem is None:  # None is a value of an optional setting
-            values[name] = value
-        if problem:
-            refused.append((name, problem, value is None))
+    values, refused = parse_values(params, EXPERIMENT_VALUES)
+    if "pin" in values:  # pin= is hide='s other name: both pin
+        values["hide"] = tuple(dict.fromkeys((*values.get("hide", ()), *values.pop("pin"))))
     experiment = DEFAULT
     if "task" in values and "stack" not in values:
         experiment = experiment.with_task_preset(values["task"], values.get("seq_len"))
     experiment = replace(experiment, **values)
-    problems = [problem + (f"; using {getattr(experiment, name)!r}" if dropped else "")
-                for name, problem, dropped in refused]
+    problems = [problem + (f"; using {getattr(experiment, row.field)!r}" if dropped else "")
+                for row, problem, dropped in refused]
     return experiment, problems
 
 
 def to_query(experiment: Experiment) -> dict[str, str]:
     """The query parameters of a link that reproduces ``experiment``."""
-    query = {}
-    for f in fields(Experiment):
-        value = getattr(experiment, f.name)
-        if f.name == "hide":
-            if value:
-                query["hide"] = ",".join(value)
-        elif value is None:
-            query[f.name] = "none"  # an optional setting that is off
-        elif isinstance(value, float):
-            query[f.name] = repr(value)
-        else:
-            query[f.name] = str(value)
-    return query
+    return write_values({f.name: getattr(experiment, f.name) for f in fields(Experiment)},
+                        EXPERIMENT_VALUES)
+
+
+@dataclass(frozen=True)
+class Link:
+    """Everything a page's address says: the experiment, the run it opens (``run=KEY``),
+    the runs it compares (``compare=``), its view (``view=present``), and a message for
+    every value that was refused."""
+
+    experiment: Experiment
+    run: str | None = None
+    compare: tuple[str, ...] = ()
+    view: str | None = None
+    problems: tuple[str, ...] = ()
+
+
+def read_link(params: Mapping[str, object]) -> Link:
+    """What a page makes of its address: every value of the link table read by its row.
+
+    >>> link = read_link({"task": "shift", "run": "nope", "view": "present"})
+    >>> link.experiment.task, link.run, link.view, link.problems
+    ('shift', None, 'present', ("run='nope' is not a run key (32 hex digits); showing the link's settings",))
+    """
+    experiment, problems = from_query(params)
+    values, refused = parse_values(params, SESSION_VALUES)
+    problems += [problem + (f"; {row.instead}" if dropped and row.instead else "")
+                 for row, problem, dropped in refused]
+    return Link(experiment, values.get("run"), tuple(values.get("compare") or ()),
+                values.get("view"), tuple(problems))
+
+
+def write_link(link: Link) -> dict[str, str]:
+    """The page's address for ``link``: its experiment's values and the session's. A stack
+    longer than a link holds (`MAX_LINK_STACK_CHARS`) is left out; the page says so."""
+    query = to_query(link.experiment)
+    if len(query.get("stack", "")) > MAX_LINK_STACK_CHARS:
+        del query["stack"]
+    return {**query, **write_values({"run": link.run, "compare": link.compare,
+                                     "view": link.view}, SESSION_VALUES)}

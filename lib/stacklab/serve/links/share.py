@@ -11,7 +11,7 @@ of a room.
 >>> experiment == replace(DEFAULT.with_task_preset("shift"), hide=ALL_PINS), run_key, problems
 (True, None, [])
 
-The link is built from the app's own parser (`experiment.from_query`): a value is left
+The link is built from the app's own parser (the link table, `experiment.from_query`): a value is left
 out only when the app, reading the link without it, arrives at the same experiment (a
 task's preset stack and settings follow from ``task=``), so every link round-trips and
 stays short enough for a QR code. Streamlit-free, like the rest of `stacklab.serve`.
@@ -29,14 +29,13 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 import plotly.graph_objects as go
 
 from ...core.errors import StackError, shown
-from ...lab.keys import is_key
 from ..limits import MAX_LINK_STACK_CHARS
-from .experiment import HIDEABLE, Experiment, from_query, to_query
+from .experiment import Experiment, from_query, read_link, to_query
+from .link_table import HIDEABLE, SESSION_VALUES, parse_run, write_values
 
 ALL_PINS = HIDEABLE  # a classroom link pins every control unless the teacher says otherwise
 ALWAYS_IN_LINK = ("task",)  # kept even at its default, so a reader of the link sees the task
 PAGES = {"build": "", "train": "train", "explore": "explore"}  # page -> its URL path
-VIEWS = ("present",)  # view=present: the projector view
 RESTART_FOR_THE_ROOM = "make run HOST=0.0.0.0"
 RESTART_WITH_STREAMLIT = "streamlit run app.py --server.address 0.0.0.0"
 
@@ -81,8 +80,8 @@ def link_query(experiment: Experiment, pinned: Iterable[str] = ALL_PINS,
         raise StackError("E_VALUE", f"the stack is {len(target.stack):,} characters long; a "
                          f"link holds at most {MAX_LINK_STACK_CHARS:,}",
                          hint="shorten the stack (comments and blank lines count too)")
-    if run_key is not None and not is_key(run_key):
-        raise StackError("E_VALUE", f"run {shown(run_key)} is not a run key (32 hex digits)",
+    if run_key is not None and parse_run(run_key)[1]:
+        raise StackError("E_VALUE", parse_run(run_key)[1],
                          hint="give the key the app shows as run=KEY in its address")
     query = to_query(target)
     read_back, problems = from_query(query)
@@ -97,7 +96,7 @@ def link_query(experiment: Experiment, pinned: Iterable[str] = ALL_PINS,
         if from_query(shorter) == (target, []):
             query = shorter
     first = {name: query[name] for name in ALWAYS_IN_LINK}  # the task leads, for a reader
-    return {**first, **query, **({"run": run_key} if run_key else {})}
+    return {**first, **query, **write_values({"run": run_key}, SESSION_VALUES)}
 
 
 def classroom_link(experiment: Experiment, base_url: str, *, pinned: Iterable[str] = ALL_PINS,
@@ -114,26 +113,14 @@ def classroom_link(experiment: Experiment, base_url: str, *, pinned: Iterable[st
 
 def experiment_of_link(link: str) -> tuple[Experiment, str | None, list[str]]:
     """What the app makes of ``link``: its experiment, its run key (or None) and the
-    problems it reports (`experiment.from_query`, as a page opened with it does)."""
-    params = dict(parse_qsl(urlsplit(link).query, keep_blank_values=True))
-    experiment, problems = from_query(params)
-    return experiment, params.get("run"), problems
+    problems it reports (`experiment.read_link`, as a page opened with it does)."""
+    read = read_link(dict(parse_qsl(urlsplit(link).query, keep_blank_values=True)))
+    return read.experiment, read.run, list(read.problems)
 
 
 def pins_everything(experiment: Experiment) -> bool:
     """Whether ``experiment``'s link hides every control (a student's link: nothing to set)."""
     return set(ALL_PINS) <= set(experiment.hide)
-
-
-def parse_view(raw: str) -> tuple[str | None, str | None]:
-    """A link's ``view=`` value: ``(view, None)``, or ``(None, problem)`` in words.
-
-    >>> parse_view("present"), parse_view("big")
-    (('present', None), (None, "view='big' is not one of present; showing the usual view"))
-    """
-    if raw in VIEWS:
-        return raw, None
-    return None, f"view={shown(raw)} is not one of {', '.join(VIEWS)}; showing the usual view"
 
 
 # --- the address students can reach ------------------------------------------------------
@@ -220,10 +207,17 @@ def lan_address() -> str | None:
 
 
 def qr_png(link: str, scale: int = 8) -> bytes:
-    """A QR code of ``link`` as PNG bytes, made in memory (``segno``), for the projector."""
+    """A QR code of ``link`` as PNG bytes, made in memory (``segno``), for the projector.
+    ``E_VALUE`` for a link longer than a QR code holds (about 2,300 characters at this
+    error correction): the link is then shared as text."""
     import segno
 
-    code = segno.make(link, error="m", micro=False)
+    try:
+        code = segno.make(link, error="m", micro=False)
+    except segno.DataOverflowError:
+        raise StackError("E_VALUE", f"the link is {len(link):,} characters long, more than a QR "
+                         "code holds", hint="share the link as text (copy it), or shorten the "
+                         "stack: its comments and blank lines count too") from None
     out = io.BytesIO()
     code.save(out, kind="png", scale=scale, border=4)
     return out.getvalue()

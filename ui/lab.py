@@ -1,0 +1,49 @@
+"""The library as the app sees it: the one module of the app that imports from stacklab's
+internals, and exactly what the pages and the rest of `ui` use of them. A file moved in
+the library is fixed here, not in every page; what `stacklab` exports itself (``from
+stacklab import TASKS, figures``) the pages import from there."""
+
+from stacklab.core import editing
+from stacklab.core.build import available_devices
+from stacklab.core.docs import op_page
+from stacklab.core.errors import annotate
+from stacklab.core.language import default_node_name
+from stacklab.core.report import is_branching
+from stacklab.core.resolve import bind_args
+from stacklab.core.shapes import DTYPES
+from stacklab.lab.reports.compare import (MAX_COMPARED, TABLE_NOTE, aligned_rows, column_help,
+                                          compared, encoding, length_rows, replaced, table_rows)
+from stacklab.lab.reports.html import report_html
+from stacklab.lab.reports.table_file import (MAX_UPLOAD_BYTES, UPLOAD_LIMIT, explore_table,
+                                             read_table, tensor_names)
+from stacklab.lab.settings import SETTINGS
+from stacklab.serve.limits import (MAX_LINK_STACK_CHARS, MAX_STACK_CHARS, PARAM_BUDGET_BYTES,
+                                   SESSION_TTL_SECONDS)
+from stacklab.serve.links.changes import (announcement, changed_since, holding,
+                                          preset_announcement, stale_note)
+from stacklab.serve.links.experiment import Experiment, Link, presets, read_link, write_link
+from stacklab.serve.links.link_table import parse_compare
+from stacklab.serve.links.share import (ALL_PINS, classroom_link, lan_address, pins_everything,
+                                        present_figure, qr_png, share_address)
+from stacklab.serve.workers.pool import JobPool
+
+__all__ = [
+    # Build
+    "DTYPES", "MAX_STACK_CHARS", "PARAM_BUDGET_BYTES", "annotate", "bind_args",
+    "default_node_name", "editing", "holding", "is_branching", "presets",
+    # Catalog
+    "op_page",
+    # Train and Compare
+    "MAX_COMPARED", "SETTINGS", "TABLE_NOTE", "aligned_rows", "available_devices", "column_help",
+    "compared", "encoding", "length_rows", "parse_compare", "replaced", "table_rows",
+    # Explore
+    "MAX_UPLOAD_BYTES", "UPLOAD_LIMIT", "explore_table", "read_table", "report_html",
+    "tensor_names",
+    # the classroom: the share panel and the projector
+    "ALL_PINS", "classroom_link", "lan_address", "pins_everything", "present_figure", "qr_png",
+    "share_address",
+    # the session and its address (ui.session, ui.urls, ui.scripts)
+    "Experiment", "JobPool", "Link", "MAX_LINK_STACK_CHARS", "SESSION_TTL_SECONDS",
+    "announcement", "changed_since", "preset_announcement", "read_link", "stale_note",
+    "write_link",
+]

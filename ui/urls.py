@@ -1,0 +1,67 @@
+"""The page's address and the session, kept in step: a new session reads its link once
+(every value by its row of the link table, `stacklab.serve.links.link_table`), and every
+change of the experiment, the run, the compared runs or the view is written back."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+
+import streamlit as st
+
+from ui import session
+from ui.lab import MAX_LINK_STACK_CHARS, Experiment, Link, read_link, write_link
+
+
+def start() -> Experiment:
+    """Run at the top of every page: set up the session once, keep the URL in sync."""
+    if session.begin(uuid.uuid4().hex):
+        link = read_link(st.query_params.to_dict())
+        session.set_experiment(link.experiment)
+        problems = list(link.problems)
+        if link.run is not None:
+            problem = open_run(link.run)
+            if problem:
+                problems.append(problem)
+        session.set_compared(link.compare)
+        session.set_view(link.view)
+        session.set_url_problems(problems)
+    sync_url()
+    return session.experiment()
+
+
+def open_run(key: str) -> str | None:
+    """Attach this session to the run of a link's ``run=KEY`` (live or stored); a problem
+    in words when there is no such run."""
+    job = session.pool().open(session.owner(), key)
+    if job is None:
+        return (f"run={key!r} is not on this server (never trained here, or evicted from "
+                "its store); press Train to train it")
+    session.link_run(job)
+    return None
+
+
+def update(**changes) -> None:
+    """Change the experiment (and the URL); values a link pins with ``hide=`` stay as pinned."""
+    current = session.experiment()
+    kept = {k: v for k, v in changes.items() if k not in current.hide}
+    session.set_experiment(replace(current, **kept))
+    sync_url()
+
+
+def sync_url() -> None:
+    """Write the session's experiment, run, compared runs and view into the address."""
+    wanted = write_link(Link(session.experiment(), session.url_run_key(),
+                             tuple(session.compared()), session.view()))
+    if st.query_params.to_dict() != wanted:
+        st.query_params.from_dict(wanted)
+
+
+def set_presenting(on: bool) -> None:
+    """Switch the projector view on or off (and the link's ``view=``)."""
+    session.set_view("present" if on else None)
+    sync_url()
+
+
+def link_too_long() -> bool:
+    return len(session.experiment().stack) > MAX_LINK_STACK_CHARS
