@@ -103,8 +103,8 @@ def rotary_frequencies(dim: int, theta: float = 10000.0, scaling: dict | None = 
         def pair(turns: float) -> float:
             return dim * math.log(original / (turns * 2 * math.pi)) / (2 * math.log(theta))
 
-        low, high = max(math.floor(pair(fast)), 0), min(math.ceil(pair(slow)), dim // 2 - 1)
-        ramp = np.clip((np.arange(dim // 2) - low) / max(high - low, 1e-3), 0.0, 1.0)
+        low, high = max(math.floor(pair(fast)), 0), min(math.ceil(pair(slow)), dim - 1)
+        ramp = np.clip((np.arange(dim // 2) - low) / (high - low or 1e-3), 0.0, 1.0)
         return inverse / factor * ramp + inverse * (1 - ramp)
     raise fail("config.json", f"rope_scaling type {str(kind)[:40]!r} is not one of linear, "
                "dynamic, yarn, llama3", "give a rope_scaling of a known type")
