@@ -173,7 +173,9 @@ def test_a_file_far_over_the_old_limit_is_read_lazily(tmp_path, capsys):
     assert peak < 4 * table.numel() * 4  # the table's bytes, not the file's
     assert main(["explore", str(path), "--out", str(tmp_path / "out")]) == 0
     scores = json.loads((tmp_path / "out" / "scores.json").read_text())
-    assert scores["shape"] == [1024, 64] and "layout gpt2" in scores["read"]
+    assert scores["shape"] == [1024, 64] and scores["table"] == "wpe.weight"
+    assert "wpe.weight [1024, 64], layout gpt2, all 1024 rows" in capsys.readouterr().err
+    assert "layout gpt2, all 1024 rows" in (tmp_path / "out" / "report.html").read_text()
 
 
 def test_an_unknown_layout_lists_its_two_dimensional_tensors_largest_first(tmp_path):

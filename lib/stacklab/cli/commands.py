@@ -93,7 +93,7 @@ def cmd_explore(args, parser) -> int:
                                  "zoomed.", full_similarity_heatmap(table), key="cosine_full"))
     if summary:
         print(summary, file=sys.stderr)
-    _write_explore(args, parser, name, {"read": summary, **scores} if summary else scores, figures)
+    _write_explore(args, parser, name, scores, figures, summary)
     print(f"{name} {list(table.shape)}: " + (", ".join(
         f"{key} {value:.2f}" for key, value in scores.items() if isinstance(value, float))
         or "no score applies to a table this short"), file=sys.stderr)
@@ -119,12 +119,15 @@ def _explore_offsets(args, parser, config: dict) -> int:
     return 0
 
 
-def _write_explore(args, parser, name: str, scores: dict, figures) -> None:
+def _write_explore(args, parser, name: str, scores: dict, figures, read: str | None = None) -> None:
+    """scores.json and report.html; the report also says what was ``read`` (which layout
+    and rows of which checkpoint)."""
     from ..lab.reports.html import table_report_html
 
     out = out_dir(args.out, parser)
     (out / "scores.json").write_text(json.dumps({"table": name, **scores}, indent=2) + "\n")
-    (out / "report.html").write_text(table_report_html(name, scores, figures), encoding="utf-8")
+    shown = {"read": read, **scores} if read else scores
+    (out / "report.html").write_text(table_report_html(name, shown, figures), encoding="utf-8")
     print(f"wrote {out / 'scores.json'}, {out / 'report.html'}", file=sys.stderr)
 
 

@@ -75,10 +75,13 @@ def read_position_table(where: str | os.PathLike, key: str | None = None, *,
         layout, first = "key", 0
     else:
         found = match_layout(shards, config)
-        if found is None:
+        if found is not None:
+            chosen, key = found
+            layout, first = chosen.name, chosen.first_row(config)
+        elif len(shards) == 1 and not config:  # a file of the table alone
+            (key,), layout, first = shards, "only tensor", 0
+        else:
             raise _unknown(files, where_name, shards, config)
-        chosen, key = found
-        layout, first = chosen.name, chosen.first_row(config)
     table = _read(files, shards[key], key)
     if table.dim() != 2 or table.shape[0] - first < 2 or table.shape[1] < 1:
         raise fail(where_name, f"the tensor {key[:80]!r} has shape {list(table.shape)}, not "
