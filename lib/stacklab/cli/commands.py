@@ -75,9 +75,9 @@ def cmd_explore(args, parser) -> int:
     config = {} if where.suffix.lower() in (".npy", ".safetensors") else model_config(args.file)
     if args.key is None and encoding_of(config) is not None:
         return _explore_offsets(args, parser, config)
-    from ..lab.figures import RunFigure
+    from ..lab.figures import RunFigure, TableContext, figures_of_table
     from ..lab.figures.offsets import full_similarity_heatmap
-    from ..lab.reports.table_file import read_table, table_figures, table_scores
+    from ..lab.reports.table_file import read_table, table_scores
 
     if where.suffix.lower() == ".npy":
         table, name, summary = read_table(args.file, args.key), where.stem, None
@@ -87,7 +87,7 @@ def cmd_explore(args, parser) -> int:
         found = read_position_table(args.file, args.key)
         table, name, summary = found.table, found.key, found.summary
     scores = table_scores(table, args.rows)
-    figures = table_figures(table, name, args.rows)
+    figures = figures_of_table(TableContext(name, table, scores))  # the scores computed once
     if args.full:
         figures.append(RunFigure("Cosine similarity of every row", "Every pair of rows, not "
                                  "zoomed.", full_similarity_heatmap(table), key="cosine_full"))
