@@ -305,3 +305,18 @@ def test_explore_draws_a_folder_and_a_rotary_config(saved, tmp_path, capsys):
     assert scores["at 256 (llama3 ×8)"] > scores["at 256 (no scaling)"]  # slower turning
     assert "What an offset alone gives" in (tmp_path / "out" / "report.html").read_text()
     assert math.isfinite(scores["at 256 (no scaling)"])
+
+
+def test_a_stacklab_rope_run_draws_the_same_offset_figure_from_the_catalog():
+    import stacklab
+    from stacklab.lab.figures import absent_reasons, run_figures
+
+    source = 'embedding(16, 32)\nattention(2, causal=true, position="{}")\nlinear(16)'
+    rope = stacklab.train(source.format("rope"), task="shift", steps=2, seed=0, eval_lengths="")
+    drawn = {figure.key: figure for figure in run_figures(rope)}
+    lines = drawn["offset_encoding"].figure.data
+    assert [line.name for line in lines] == ["n1 (rope): no scaling"]
+    expected = stack_offset_curves(2, 16, "rope", rope.config.seq_len).lines["no scaling"]
+    np.testing.assert_allclose(lines[0].y, expected[:len(lines[0].y)], atol=1e-6)
+    plain = stacklab.train(source.format("none"), task="shift", steps=2, seed=0, eval_lengths="")
+    assert "rotary or ALiBi" in absent_reasons(plain)["offset_encoding"]
