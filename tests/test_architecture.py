@@ -16,9 +16,10 @@ LAYERS = ("core", "ops", "lab", "serve", "top")
 # Inside `lab` and `serve`, the sub-layers and what each may import besides itself (ARCHITECTURE.md):
 # the figures draw what `measure` computed and never read the run store or the trainer.
 SUBLAYERS = {
-    "lab": {"base": (), "measure": ("base",), "figures": ("base", "measure"),
+    "lab": {"base": (), "measure": ("base",), "models": ("base", "measure"),
+            "figures": ("base", "measure", "models"),
             "train": ("base", "measure"), "runs": ("base", "measure", "train"),
-            "reports": ("base", "measure", "figures", "train", "runs")},
+            "reports": ("base", "measure", "models", "figures", "train", "runs")},
     "serve": {"base": (), "links": ("base",), "workers": ("base",)},
 }
 

@@ -162,3 +162,15 @@ def test_train_outside_jupyter_is_the_librarys():
     assert run.status == "finished" and run.step == 10
     with pytest.raises(stacklab.StackError, match="no run"):
         stacklab.open_run("0" * 32)
+
+
+def test_real_models_notebook_reads_each_layout_and_a_rotary_config(tmp_path):
+    outputs = execute("real-models.ipynb", tmp_path)
+    text = text_of(outputs)
+    assert "transformer.wpe.weight [1024, 768], layout gpt2, all 1024 rows" in text
+    assert "bert.embeddings.position_embeddings.weight [512, 256], layout bert" in text
+    assert "top 3 components explain" in text and "position_probe_error" in text
+    plain, scaled = (float(re.search(f"{line}: similarity at offset 8192 = ([-\\d.]+)", text)[1])
+                     for line in ("no scaling", "llama3 ×8"))
+    assert scaled > plain  # the scaling slows the turning of the slow pairs
+    assert len([out for out in outputs if PLOTLY in out.get("data", {})]) == 4

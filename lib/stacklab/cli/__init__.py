@@ -7,7 +7,8 @@
     stacklab compare RUN RUN... --out DIR        (RUN: a folder of `train --out`, or a run key)
     stacklab sweep --task NAME --stack FILE [--stack FILE ...] [--seeds 0-4] [--workers N]
                    [the train flags but --seed] --out DIR
-    stacklab explore FILE [--key NAME] [--rows N] --out DIR   (a table from .safetensors/.npy)
+    stacklab explore PATH [--key NAME] [--rows N] [--full] --out DIR
+                   (PATH: .safetensors of any size, .npy, a model folder, a cached model, hf://org/name)
     stacklab tasks [--json]
     stacklab ops [--json]
     stacklab docs --out DIR

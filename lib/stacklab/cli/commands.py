@@ -67,22 +67,68 @@ def cmd_train(args, parser) -> int:
 
 
 def cmd_explore(args, parser) -> int:
-    from ..lab.reports.html import table_report_html
-    from ..lab.reports.table_file import explore_table, read_table
+    from ..lab.models import encoding_of, model_config
 
     if args.rows is not None and args.rows < 2:
         parser.error("--rows must be 2 or more")
-    table = read_table(args.file, args.key)
-    name = args.key or Path(args.file).stem
-    scores, figures = explore_table(table, name, args.rows)
-    out = out_dir(args.out, parser)
-    (out / "scores.json").write_text(json.dumps({"table": name, **scores}, indent=2) + "\n")
-    (out / "report.html").write_text(table_report_html(name, scores, figures), encoding="utf-8")
+    where = Path(args.file)
+    config = {} if where.suffix.lower() in (".npy", ".safetensors") else model_config(args.file)
+    if args.key is None and encoding_of(config) is not None:
+        return _explore_offsets(args, parser, config)
+    from ..lab.figures import RunFigure, TableContext, figures_of_table
+    from ..lab.figures.offsets import full_similarity_heatmap
+    from ..lab.reports.table_file import read_table, table_scores
+
+    if where.suffix.lower() == ".npy":
+        table, name, summary = read_table(args.file, args.key), where.stem, None
+    else:
+        from ..lab.models import read_position_table
+
+        found = read_position_table(args.file, args.key)
+        table, name, summary = found.table, found.key, found.summary
+    scores = table_scores(table, args.rows)
+    figures = figures_of_table(TableContext(name, table, scores))  # the scores computed once
+    if args.full:
+        figures.append(RunFigure("Cosine similarity of every row", "Every pair of rows, not "
+                                 "zoomed.", full_similarity_heatmap(table), key="cosine_full"))
+    if summary:
+        print(summary, file=sys.stderr)
+    _write_explore(args, parser, name, scores, figures, summary)
     print(f"{name} {list(table.shape)}: " + (", ".join(
         f"{key} {value:.2f}" for key, value in scores.items() if isinstance(value, float))
         or "no score applies to a table this short"), file=sys.stderr)
-    print(f"wrote {out / 'scores.json'}, {out / 'report.html'}", file=sys.stderr)
     return 0
+
+
+def _explore_offsets(args, parser, config: dict) -> int:
+    """``explore`` of a model whose positions are not a table: the offset figure."""
+    from ..lab.figures import RunFigure
+    from ..lab.figures.offsets import OFFSET_CAPTION, OFFSET_TITLE, offset_encoding_plot
+    from ..lab.models import offset_curves
+
+    curves = offset_curves(config, Path(args.file).name or args.file)
+    figure = RunFigure(OFFSET_TITLE, OFFSET_CAPTION, offset_encoding_plot([curves]),
+                       key="offset_encoding")
+    scores = {"encoding": curves.kind, "parameters": curves.about,
+              "trained_length": curves.trained_len,
+              **{f"at {curves.trained_len} ({line})": float(values[curves.trained_len])
+                 for line, values in curves.lines.items() if curves.kind == "rotary"}}
+    print(f"{curves.label}: {curves.kind} positions, {curves.about}; no position table",
+          file=sys.stderr)
+    _write_explore(args, parser, curves.label, scores, [figure])
+    return 0
+
+
+def _write_explore(args, parser, name: str, scores: dict, figures, read: str | None = None) -> None:
+    """scores.json and report.html; the report also says what was ``read`` (which layout
+    and rows of which checkpoint)."""
+    from ..lab.reports.html import table_report_html
+
+    out = out_dir(args.out, parser)
+    (out / "scores.json").write_text(json.dumps({"table": name, **scores}, indent=2) + "\n")
+    shown = {"read": read, **scores} if read else scores
+    (out / "report.html").write_text(table_report_html(name, shown, figures), encoding="utf-8")
+    print(f"wrote {out / 'scores.json'}, {out / 'report.html'}", file=sys.stderr)
 
 
 def _print_columns(rows: list[tuple[str, ...]]) -> None:

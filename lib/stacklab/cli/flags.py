@@ -57,11 +57,13 @@ def make_parser() -> argparse.ArgumentParser:
                     help="runs at once (default: one per core; on Ray, the cluster decides)")
     sw.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
 
-    ex = commands.add_parser("explore", help="a position table trained elsewhere (.safetensors "
-                             "or .npy): every figure and score that needs only the table")
-    ex.add_argument("file", help="a .safetensors file (with --key) or a .npy file")
-    ex.add_argument("--key", default=None, metavar="NAME",
-                    help="the tensor of a .safetensors file that holds the table (e.g. wpe)")
+    ex = commands.add_parser("explore", help="a real model's positions, or a table from a file: "
+                             "its figures and scores (the offset figure of a rotary/ALiBi model)")
+    ex.add_argument("file", help="a .safetensors (any size) or .npy file, a model folder, a "
+                    "model in the local Hugging Face cache, or hf://org/name")
+    ex.add_argument("--key", default=None, metavar="NAME", help="the tensor that holds the "
+                    "table (default: by the layout: GPT-2, BERT, RoBERTa, OPT)")
+    ex.add_argument("--full", action="store_true", help="also the full-resolution cosine map")
     ex.add_argument("--rows", type=int, default=None, metavar="N",
                     help="score the first N rows (default: all, at most 1024)")
     ex.add_argument("--out", required=True, metavar="DIR", help="folder to write into")

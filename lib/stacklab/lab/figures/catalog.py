@@ -33,6 +33,7 @@ from .heatmaps import (attention_heatmap, attention_snapshot_heatmaps, learned_v
                        sinusoidal_resemblance, snapshot_heatmaps)
 from .head_grids import head_scores_heatmaps, heads_attention_grid
 from .rows import drift_plot, grad_norm_plot, pca_plot
+from .offsets import OFFSET_CAPTION, OFFSET_TITLE, offset_encoding_plot, run_offset_curves, variance_text
 from .context import FigureContext, TableContext
 
 
@@ -130,6 +131,11 @@ FIGURES: tuple[FigureSpec, ...] = (
         why_not=lambda ctx: _no_attention_or("only for a stack without a learned position table",
                                              ctx),
         needs_table=False),
+    FigureSpec(
+        "offset_encoding", OFFSET_TITLE, lambda ctx: OFFSET_CAPTION,
+        lambda ctx: offset_encoding_plot(run_offset_curves(ctx.run)),
+        applies=lambda ctx: bool(run_offset_curves(ctx.run)), needs_table=False,
+        why_not=lambda ctx: "no rotary or ALiBi attention in this stack"),
     FigureSpec(
         "cosine", "Cosine similarity of the rows",
         lambda ctx: f"How alike each pair of rows of {ctx.node}'s table points"
@@ -259,7 +265,8 @@ FIGURES: tuple[FigureSpec, ...] = (
         applies=lambda ctx: ctx.table.shape[1] >= 3,
         why_not=lambda ctx: "the table has fewer than 3 columns",
         on_table=OnTable(lambda table: "The same on three principal components.",
-                         lambda table: pca_plot(table.shown[:table.rows], None, 3))),
+                         lambda table: pca_plot(table.shown[:table.rows], None, 3),
+                         lambda table: variance_text(table.shown[:table.rows]))),
     FigureSpec(
         "length_probe", "Length probe",
         probe_caption,

@@ -1,0 +1,140 @@
+"""Where a checkpoint comes from: a ``.safetensors`` file, a Hugging Face model folder
+(``config.json`` beside ``model.safetensors`` or a sharded ``model.safetensors.index.json``),
+a model in the local Hugging Face cache by name (offline), or a model on the Hub
+(``hf://org/name``), read through `huggingface_hub.HfFileSystem` by HTTP range requests.
+
+Each is a `Files`: something that opens a file by its name inside the model, so the rest
+reads a local folder and a remote repository alike.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Callable
+
+from .header import Header, fail, read_header
+
+MAX_JSON_BYTES = 64 << 20  # config.json and the shard index (a few MB at most in practice)
+SINGLE, INDEX, CONFIG = "model.safetensors", "model.safetensors.index.json", "config.json"
+HUB_PREFIX = "hf://"
+
+
+@dataclass(frozen=True)
+class Files:
+    """The files of one model: ``open(name)`` gives a binary file object (``size`` known
+    or None), ``exists(name)`` says whether it is there; ``where`` names the model."""
+
+    where: str
+    open: Callable[[str], tuple[BinaryIO, int | None]]
+    exists: Callable[[str], bool]
+
+
+def local_files(folder: Path) -> Files:
+    def opened(name: str):
+        path = folder / name
+        return open(path, "rb"), path.stat().st_size
+
+    return Files(str(folder), opened, lambda name: (folder / name).is_file())
+
+
+def hub_files(repo: str, filesystem=None) -> Files:
+    """The files of ``repo`` ("org/name") on the Hub, each opened without a read-ahead cache
+    so every read is exactly one range request (``filesystem``: an `HfFileSystem`,
+    default one for the configured endpoint)."""
+    if filesystem is None:
+        from huggingface_hub import HfFileSystem
+
+        filesystem = HfFileSystem()
+
+    def opened(name: str):
+        handle = filesystem.open(f"{repo}/{name}", "rb", cache_type="none")
+        return handle, handle.size
+
+    return Files(HUB_PREFIX + repo, opened, lambda name: filesystem.isfile(f"{repo}/{name}"))
+
+
+def cached_folder(name: str) -> Path | None:
+    """The snapshot folder of model ``name`` in the local Hugging Face cache, offline; None
+    when it is not cached (or `huggingface_hub` is missing)."""
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+    except ImportError:
+        return None
+    try:
+        return Path(snapshot_download(name, local_files_only=True))
+    except (LocalEntryNotFoundError, ValueError, OSError):
+        return None
+
+
+def cached_models() -> list[str]:
+    """The models in the local Hugging Face cache (for a page that offers them)."""
+    try:
+        from huggingface_hub import scan_cache_dir
+        return sorted(repo.repo_id for repo in scan_cache_dir().repos if repo.repo_type == "model")
+    except Exception:  # noqa: BLE001 - no cache, or one this version cannot read: none offered
+        return []
+
+
+def locate(where: str | os.PathLike, filesystem=None) -> tuple[Files, str | None]:
+    """The model's `Files` and, for a single ``.safetensors`` file, its name (None for a
+    folder or a model): a path, ``hf://org/name``, or a name in the local cache."""
+    text = str(where)
+    if text.startswith(HUB_PREFIX):
+        return hub_files(text[len(HUB_PREFIX):].strip("/"), filesystem), None
+    path = Path(text).expanduser()
+    if path.is_file():
+        if path.suffix.lower() != ".safetensors":
+            raise fail(path.name, "is not a .safetensors file", "give a .safetensors file, a "
+                       "model folder or a model name")
+        return local_files(path.parent), path.name
+    if path.is_dir():
+        return local_files(path), None
+    cached = cached_folder(text) if "/" in text.strip("/") or not path.suffix else None
+    if cached is not None:
+        return local_files(cached), None
+    raise fail(text[:120], "is neither a file, a folder nor a model in the local Hugging Face "
+               "cache", "check the path, or download the model first (huggingface-cli "
+               "download NAME), or read it from the Hub as hf://NAME")
+
+
+def read_json(files: Files, name: str) -> dict:
+    handle, size = files.open(name)
+    with handle:
+        raw = handle.read(MAX_JSON_BYTES + 1)
+    if len(raw) > MAX_JSON_BYTES:
+        raise fail(name, f"is over {MAX_JSON_BYTES:,} bytes", f"give a real {name}")
+    try:
+        parsed = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise fail(name, "is not valid JSON", f"give the model's own {name}") from None
+    if not isinstance(parsed, dict):
+        raise fail(name, "is not a JSON object", f"give the model's own {name}")
+    return parsed
+
+
+def shard_map(files: Files, single: str | None) -> dict[str, str]:
+    """Which file holds each tensor: from the shard index when there is one; otherwise
+    every tensor of the one checkpoint file (read from its header)."""
+    if single is None and files.exists(INDEX):
+        weight_map = read_json(files, INDEX).get("weight_map")
+        if not isinstance(weight_map, dict) or not all(
+                isinstance(v, str) and "/" not in v and v.endswith(".safetensors")
+                for v in weight_map.values()):
+            raise fail(INDEX, "has no weight_map of tensor names to .safetensors files",
+                       "give the index save_pretrained wrote")
+        return weight_map
+    name = single or SINGLE
+    if single is None and not files.exists(name):
+        raise fail(files.where, f"has neither {SINGLE} nor {INDEX}", "give a folder written "
+                   "by save_pretrained (with safetensors), or a .safetensors file")
+    return {key: name for key in header_of(files, name).tensors}
+
+
+def header_of(files: Files, name: str) -> Header:
+    handle, size = files.open(name)
+    with handle:
+        return read_header(handle, name, size)
