@@ -18,7 +18,8 @@ LAYERS = ("core", "ops", "lab", "serve", "top")
 SUBLAYERS = {
     "lab": {"base": (), "measure": ("base",), "figures": ("base", "measure"),
             "train": ("base", "measure"), "runs": ("base", "measure", "train"),
-            "reports": ("base", "measure", "figures", "train", "runs")},
+            "reports": ("base", "measure", "figures", "train", "runs"),
+            "lessons": ("base", "measure", "train")},
     "serve": {"base": (), "links": ("base",), "workers": ("base",)},
 }
 
