@@ -122,7 +122,8 @@ def test_the_notebook_lab_opens_a_step():
     config, source = open_step("train-short-test-long", 4)
     assert isinstance(config, TrainConfig) and 'position="rope"' in source
     assert (config.task, config.seq_len, config.eval_lengths) == ("shift", 16, "32")
-    assert open_step("positions")[1] == get_task("reverse").preset(16)  # a preset step
+    assert "pos_embed" not in open_step("positions")[1]  # no step: the first
+    assert open_step("positions", "2")[1] == get_task("reverse").preset(16)  # the preset
     pytest.importorskip("ipywidgets")
     from stacklab.notebook import Lab
 
