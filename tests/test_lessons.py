@@ -71,6 +71,36 @@ def test_a_bound_fails_on_the_run_that_shows_the_opposite(claim, other):
     assert not ok and value is not None and text.endswith("(not met)"), text
 
 
+def _at_init(value):
+    """A ``metrics.json`` record with every score that has a value at init set to it: what
+    the run's model showed before training."""
+    if isinstance(value, dict):
+        if {"value", "init"} <= set(value):
+            return {**value, "value": value["init"]}
+        return {key: _at_init(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_at_init(item) for item in value]
+    return value
+
+
+SCORED_AT_INIT = [(lesson_id, number) for lesson_id, number in STEPS
+                  if step_from_link(lesson_id, number)[1].expect.metric
+                  in ("pattern", "induction", "previous_token")]
+
+
+@pytest.mark.parametrize("lesson_id, number", SCORED_AT_INIT)
+def test_a_score_s_bound_fails_on_the_model_before_training(lesson_id, number):
+    _, step = step_from_link(lesson_id, number)
+    ok, value, text = check(step, _at_init(run_of(lesson_id, number).metrics()))
+    assert not ok and value is not None, text
+
+
+def test_every_trained_row_gets_a_gradient_and_no_other():
+    run = run_of("untrained-rows", 1)  # its answer says so
+    grad = next(iter(run.row_grad_norm.values()))
+    assert grad.shape[0] == 32 and bool((grad[:16] > 0).all()) and bool((grad[16:] == 0).all())
+
+
 def test_check_reads_the_metrics_record_as_well_as_the_run():
     _, step = step_from_link("train-short-test-long", 2)
     run = run_of("train-short-test-long", 2)

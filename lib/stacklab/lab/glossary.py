@@ -135,7 +135,8 @@ _TERMS = (
           "figure:attention_without_table", "lesson:table-patterns")),
     Term("partner attention",
          "In attention by position alone, the mean weight each position puts on the position "
-         "the task needs it to read (its partner): 1/T at random, 1 when it looks only there.",
+         "the task needs it to read (its partner): about 1/T at init, 1 when it looks only "
+         "there.",
          ("figure:attention_by_position", "score:partner_attention", "lesson:table-patterns"),
          ("partner",)),
     Term("pattern score",
@@ -152,8 +153,8 @@ _TERMS = (
          "cosine and how close the two positions are.",
          ("figure:cosine", "score:distance_rank")),
     Term("held-out accuracy",
-         "The share of positions predicted right on sequences never used in training (the "
-         "same fixed set every time).",
+         "The share of scored positions predicted right on a fixed set of sequences never "
+         "used in training.",
          ("figure:training_curves", "setting:target_accuracy", "metric:accuracy",
           "lesson:positions"),
          ("held out", "held-out")),

@@ -46,7 +46,7 @@ LESSON = Lesson(
             question=("Will a first-layer head look at the previous token more than at "
                       "init (about 0.16)?"),
             answer=("Yes: the best first-layer head reaches about 0.3, about twice its "
-                    "value at init. The other heads share the rest of the work."),
+                    "value at init."),
             settings=TWO_LAYERS,
             figure="heads_attention",
             expect=Expect("previous_token", ">=", 0.22),

@@ -93,10 +93,12 @@ def _past_T(record: dict, expect: "Expect") -> float | None:
 
 
 def _largest_head(score: str, layer: int | None = None):
-    """The largest ``score`` of any head (of attention layer ``layer``, counted from 1)."""
+    """The largest ``score`` of a head of attention layer ``layer`` (counted from 1; None:
+    the last layer)."""
     def read(record: dict, expect: "Expect") -> float | None:
-        values = [head[score]["value"] for entry in (record.get("attention") or {}).values()
-                  if layer is None or entry["layer"] == layer
+        layers = (record.get("attention") or {}).values()
+        wanted = layer if layer is not None else max((e["layer"] for e in layers), default=0)
+        values = [head[score]["value"] for entry in layers if entry["layer"] == wanted
                   for head in entry["heads"] if score in head]
         values = [value for value in values if value is not None]
         return max(values) if values else None
@@ -111,7 +113,7 @@ METRICS: dict[str, Metric] = {
     "untrained_drift": Metric("the mean drift of the rows past T", _untrained_drift),
     "accuracy_at": Metric("held-out accuracy", _accuracy_at, needs_length=True),
     "past_T": Metric("held-out accuracy past T", _past_T, needs_length=True),
-    "induction": Metric("the largest induction score of any head",
+    "induction": Metric("the largest induction score of a last-layer head",
                         _largest_head("induction")),
     "previous_token": Metric("the largest previous-token score of a layer-1 head",
                              _largest_head("previous_token", layer=1)),
@@ -237,11 +239,9 @@ class Lesson:
 
 def check(step: Step, run) -> tuple[bool, float | None, str]:
     """Whether ``run`` (a `Run`, or its ``metrics.json`` record as a dict) meets ``step``'s
-    condition: ``(ok, the measured value, a sentence saying both)``.
-
-    >>> step = LESSONS["positions"].steps[0]                           # doctest: +SKIP
-    >>> check(step, stacklab.train(step.stack, **step.settings))       # doctest: +SKIP
-    (True, 0.19, 'held-out accuracy 0.19: expected at most 0.3')
+    condition: ``(ok, the measured value, a sentence saying both)``, e.g. ``(True, 0.186,
+    'held-out accuracy 0.19: expected at most 0.3')``; a run without the number (a length
+    it was not evaluated at) is ``(False, None, '...: not measured by this run ...')``.
     """
     record = run if isinstance(run, dict) else run.metrics()
     expect = step.expect
