@@ -19,7 +19,8 @@ SUBLAYERS = {
     "lab": {"base": (), "measure": ("base",), "models": ("base", "measure"),
             "figures": ("base", "measure", "models"),
             "train": ("base", "measure"), "runs": ("base", "measure", "train"),
-            "reports": ("base", "measure", "models", "figures", "train", "runs")},
+            "reports": ("base", "measure", "models", "figures", "train", "runs"),
+            "lessons": ("base", "measure", "train")},
     "serve": {"base": (), "links": ("base",), "workers": ("base",)},
 }
 

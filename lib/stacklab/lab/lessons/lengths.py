@@ -1,0 +1,100 @@
+"""Lesson: train short, test long. Four position encodings trained on `shift` at T = 16 and
+evaluated at 32: a learned table and the sinusoid fail past T, RoPE and ALiBi carry over."""
+
+from __future__ import annotations
+
+from .model import Expect, Lesson, Step
+
+# shift with causal attention: a position sees only itself and the positions before it, so
+# position 0 cannot read the last position and 15/16 = 0.94 is the best accuracy at T = 16.
+_HEAD = "layer_norm()\nlinear(128)\nrelu()\nlinear(16)"
+LEARNED = f"embedding(16, 64)\npos_embed(64)\nattention(4, causal=true)\n{_HEAD}"
+SINUSOIDAL = f"embedding(16, 64)\nsin_pos(64)\nattention(4, causal=true)\n{_HEAD}"
+ROPE = f"embedding(16, 64)\nattention(4, causal=true, position=\"rope\")\n{_HEAD}"
+ALIBI = f"embedding(16, 64)\nattention(4, causal=true, position=\"alibi\")\n{_HEAD}"
+QUICK = {"task": "shift", "seq_len": 16, "steps": 150, "lr": 0.01, "target_accuracy": None,
+         "eval_lengths": "32", "seed": 0}
+PAST_T = "held-out accuracy on positions 16-31 of sequences of 32"
+
+LESSON = Lesson(
+    id="train-short-test-long",
+    title="Train short, test long",
+    summary=("A model trained on sequences of 16 tokens meets a sequence of 32. Whether it "
+             "still works past position 15 depends on how it encodes positions."),
+    steps=(
+        Step(
+            title="A learned table, inside T",
+            text=("The task is shift: each position copies the token before it. The stack "
+                  "has a learned table of 64 rows and causal attention (a position sees only "
+                  "itself and earlier positions), trained on sequences of 16."),
+            question="How well will it do on sequences of 16, like those it trained on?",
+            answer=("Almost perfectly: about 0.93, close to the best possible 15/16 = 0.94 "
+                    "(position 0 would have to read the last position, which causal "
+                    "attention cannot see)."),
+            settings=QUICK,
+            stack=LEARNED,
+            figure="training_curves",
+            expect=Expect("accuracy", ">=", 0.85),
+            try_next="Predict the accuracy on positions 16-31 before the next step.",
+        ),
+        Step(
+            title="The learned table, past T",
+            text=("After training, the run was evaluated on sequences of 32 (eval_lengths). "
+                  "Positions 16-31 use rows 16-31 of the table, which training never "
+                  "reached."),
+            question=f"What will the {PAST_T} be?",
+            answer=("About 0.06, which is 1/16, chance: rows 16-31 are still random, so "
+                    "attention cannot find the neighbour there."),
+            settings=QUICK,
+            stack=LEARNED,
+            figure="length_generalization",
+            expect=Expect("past_T", "<=", 0.2, length=32),
+            try_next="Open the lesson \"Gradients reach only the first T rows\" to see why.",
+        ),
+        Step(
+            title="Sinusoids, past T",
+            text=("sin_pos(64) is a fixed table of sines and cosines, defined at every "
+                  "position, 16-31 included."),
+            question=f"Will the {PAST_T} be better than the learned table's?",
+            answer=("Only a little, about 0.12: the rows past 15 are well defined, but the "
+                    "attention was fitted to pairs of positions below 16 and meets pairs it "
+                    "never saw."),
+            settings=QUICK,
+            stack=SINUSOIDAL,
+            figure="length_generalization",
+            expect=Expect("past_T", "<=", 0.3, length=32),
+            try_next="Evaluate at 48 too (eval_lengths 32,48): does it get any better?",
+        ),
+        Step(
+            title="RoPE, past T",
+            text=("RoPE (rotary position embedding) has no table: it rotates each query and "
+                  "key by an angle that grows with the position, so the attention score of a "
+                  "pair depends on how far apart the two positions are."),
+            question=f"What will the {PAST_T} be now?",
+            answer=("Most of it carries over: about 0.8-0.9. \"One to the left\" is the same "
+                    "distance at position 5 and at position 25, so the rule learned on short "
+                    "sequences still applies."),
+            settings=QUICK,
+            stack=ROPE,
+            figure="length_generalization",
+            expect=Expect("past_T", ">=", 0.6, length=32),
+            try_next="Evaluate at 48 (eval_lengths 32,48): does RoPE hold as far?",
+        ),
+        Step(
+            title="ALiBi, past T",
+            text=("ALiBi (attention with linear biases) subtracts from each attention score "
+                  "a fixed penalty proportional to the distance between the two positions, "
+                  "a different slope per head. Nothing about positions is learned."),
+            question="Will ALiBi keep its accuracy past T as RoPE does?",
+            answer=("Mostly: about 0.73 past T, close to its own accuracy inside T (about "
+                    "0.82). Its fixed penalty costs it some accuracy inside T, but it treats "
+                    "every position alike, so it changes little past T."),
+            settings=QUICK,
+            stack=ALIBI,
+            figure="length_generalization",
+            expect=Expect("past_T", ">=", 0.55, length=32),
+            try_next=("Remove causal=true: ALiBi's penalty is the same to the left and to "
+                      "the right. Can it still tell which neighbour to copy?"),
+        ),
+    ),
+)
