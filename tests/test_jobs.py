@@ -290,14 +290,16 @@ def test_a_stored_run_ends_for_its_watchers_before_its_figures_are_drawn(pool, c
     from stacklab.lab.figures import figure_entry, figures_json, pattern_figure
     from stacklab.lab.train.trainer import train
     from stacklab.serve.workers.job import Job
+    from stacklab.serve.workers.messages import Stored
 
     config = TrainConfig(task="reverse", steps=40, eval_every=20)
     run = train(**dataclasses.asdict(config))
     assert pool.store.save(run) is not None  # as the worker stores it: without figures
-    job = Job(1, trainer=pool.check(None, config))
-    job._pool, job.status = pool, "running"
+    job = Job(1, trainer=pool.check(None, config), open_stored=pool.store.open)
+    job.start()
+    assert job.status == "running"
     final = tuple(figure_entry(pattern_figure(run)))
-    job.report(("stored", "finished", None, final))
+    job.report(Stored("finished", None, final))
     assert job.view().status == "finished" and job.run.step == 40
     assert job.view().pattern.title == final[0]  # the final model's, not drawn here
     seen = []
