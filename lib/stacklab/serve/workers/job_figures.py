@@ -117,7 +117,9 @@ class JobFigures:
                     return figure_from_entry(source)
                 return next(iter(self._stored(run, "pattern")), None)
             except (RuntimeError, StackError, *DAMAGE) as err:
-                log.warning("pattern figure of run %s: %s: %s", self.key, type(err).__name__, err)
+                if not (isinstance(err, StackError) and self._damage_logged):  # said once
+                    log.warning("pattern figure of run %s: %s: %s", self.key,
+                                type(err).__name__, err)
                 return self._pattern.last("pattern")
 
         return self._pattern.get("pattern", source, draw)

@@ -410,7 +410,8 @@ class JobPool:
         if done is None:
             job.fail(why or "the worker ended without a word")
             return
-        run = self.store.open(job.key) if done.folder is None else self.store.hold_private(done.folder)
+        folder = done.folder
+        run = self.store.open(job.key) if folder is None else self.store.hold_private(folder)
         if run is None and done.status != str(Status.FAILED):
             job.fail("the run trained but could not be read back from the run store "
                      f"({self.store.root}); see the server's log")

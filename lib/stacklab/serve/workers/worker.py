@@ -138,11 +138,12 @@ def storage_failure(err: BaseException, run, root) -> StackError:
 
 def _errno(err: BaseException) -> int | None:
     """The system's error number behind ``err``: an `OSError`'s, or the one safetensors'
-    Rust writer puts in its message (``IoError(Os { code: 28, ... })``)."""
+    Rust writer puts in its message (``... No space left on device (os error 28)``; older
+    versions: ``IoError(Os { code: 28, ... })``)."""
     if isinstance(err, OSError) and err.errno:
         return err.errno
-    found = re.search(r"\bOs \{ code: (\d+)", str(err))
-    return int(found.group(1)) if found else None
+    found = re.search(r"\(os error (\d+)\)|\bOs \{ code: (\d+)", str(err))
+    return int(found.group(1) or found.group(2)) if found else None
 
 
 def _lower_priority(by: int) -> None:
