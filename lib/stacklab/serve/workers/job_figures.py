@@ -55,6 +55,10 @@ class FigureCache:
                 self._drawn[name] = (source, figure)
             return figure
 
+    def names(self) -> list:
+        """The names of the figures kept."""
+        return list(self._drawn)
+
     def last(self, name: object):
         """The figure ``name`` drawn last (of whatever source), or None."""
         found = self._drawn.get(name)
@@ -141,6 +145,10 @@ class JobFigures:
         Raises `StackError` for a run that has left the store or is damaged."""
         return self._nodes.get(node, node, lambda: self._stored(run, node),
                                keep=lambda: _json_bytes(run, node) <= SHARED_FIGURES_BYTES)
+
+    def kept_nodes(self) -> list[str | None]:
+        """The nodes whose figures are kept for every viewer (`of_node`)."""
+        return self._nodes.names()
 
     def _stored(self, run, node: str | None) -> list[RunFigure]:
         """The figures the worker stored (``"pattern"``: the pattern figure); drawn from
