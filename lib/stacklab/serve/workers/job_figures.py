@@ -154,6 +154,9 @@ class JobFigures:
         """The figures the worker stored (``"pattern"``: the pattern figure); drawn from
         the run's tensors, read for this and let go, when it stored none."""
         self._ready.wait(FIGURES_WAIT_SECONDS)  # a worker still drawing them
+        if run is None:
+            raise StackError("E_VALUE", f"run {self.key} has no figures: it has not finished",
+                             hint="wait for the run to end, then look again")
         try:
             stored = run.figures()
             found = figures_from_json(stored, node) if stored is not None else None
