@@ -218,6 +218,6 @@ def test_a_huge_runs_parsed_figures_are_not_kept_by_the_server(tmp_path):
         assert huge.wait(120).status == small.wait(120).status == "finished"
         assert huge.figures() and huge.figures()[0] is not huge.figures()[0]  # parsed per view
         assert small.figures()[0] is small.figures()[0]  # shared by every viewer
-        assert huge._figures == {} and None in small._figures
+        assert huge.shared.kept_nodes() == [] and None in small.shared.kept_nodes()
     finally:
         pool.shutdown()

@@ -290,14 +290,16 @@ def test_a_stored_run_ends_for_its_watchers_before_its_figures_are_drawn(pool, c
     from stacklab.lab.figures import figure_entry, figures_json, pattern_figure
     from stacklab.lab.train.trainer import train
     from stacklab.serve.workers.job import Job
+    from stacklab.serve.workers.messages import Stored
 
     config = TrainConfig(task="reverse", steps=40, eval_every=20)
     run = train(**dataclasses.asdict(config))
     assert pool.store.save(run) is not None  # as the worker stores it: without figures
-    job = Job(1, trainer=pool.check(None, config))
-    job._pool, job.status = pool, "running"
+    job = Job(1, plan=pool.check(None, config), open_stored=pool.store.open)
+    job.start()
+    assert job.status == "running"
     final = tuple(figure_entry(pattern_figure(run)))
-    job.report(("stored", "finished", None, final))
+    job.report(Stored("finished", None, final))
     assert job.view().status == "finished" and job.run.step == 40
     assert job.view().pattern.title == final[0]  # the final model's, not drawn here
     seen = []
@@ -346,3 +348,85 @@ def test_the_next_run_starts_while_a_stored_runs_figures_are_drawn(pool, caplog)
     assert first.run.figures() is not None and "in the server" not in caplog.text
     assert f"run {first.key} finished: 60 steps in" in caplog.text  # as every run's end
     assert pool.running == 0
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A folder on a file system of 64 KiB, smaller than one run: a tmpfs mounted by a
+    holder process in a user and mount namespace of its own (no privilege needed), reached
+    from here, and from the pool's worker processes, through the holder's /proc/PID/root."""
+    import subprocess
+    from pathlib import Path
+
+    mount = tmp_path / "small"
+    mount.mkdir()
+    try:
+        holder = subprocess.Popen(
+            ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+             f'mount -t tmpfs -o size=64k tmpfs "{mount}" && echo mounted && exec sleep 600'],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    except FileNotFoundError:
+        pytest.skip("no unshare here to mount a small file system")
+    try:
+        if holder.stdout.readline().strip() != "mounted":
+            pytest.skip("no user namespace here for a small file system: "
+                        f"{holder.stderr.read()[:200]}")
+        yield Path(f"/proc/{holder.pid}/root") / mount.relative_to("/")
+    finally:
+        holder.kill()
+        holder.wait(10)
+
+
+def test_a_full_disk_fails_the_run_with_a_reason_logged_once(small_disk, caplog):
+    """The review's full disk: the run's tensors do not fit (safetensors says
+    ``SafetensorError ... No space left on device``). The run fails with a `StackError`'s
+    text that says the store is full and what to do, the pool logs it once, and a stopped
+    run (written to a private folder) fails the same way."""
+    pool = JobPool(workers=1, store=RunStore(small_disk / "runs"))
+    try:
+        with caplog.at_level("WARNING", logger="stacklab.pool"):
+            job = pool.submit("a", None, QUICK).wait(60)
+            stopped = pool.submit("b", None, LONG)
+            wait_until(lambda: stopped.step > 3)
+            pool.stop("b", stopped.id)
+            assert stopped.wait(60).status == "failed"
+        for failed in (job, stopped):
+            error = failed.view().error
+            assert failed.status == "failed" and failed.run is None
+            assert error.startswith("E_BUDGET") and "the run store at" in error
+            assert "is full (No space left on device)" in error and "\nfix: " in error
+            assert "SafetensorError" not in error and "Traceback" not in error
+            logged = [r.getMessage() for r in caplog.records if failed.key in r.getMessage()]
+            assert len(logged) == 1 and "failed" in logged[0] and "is full" in logged[0]
+        assert "finished, step 20" in job.view().error and "stopped, step" in stopped.view().error
+        assert pool.submit("c", None, QUICK) is not job  # a failed run is not shared
+    finally:
+        pool.shutdown()
+
+
+@pytest.mark.parametrize("damage", ['{"nodes": {"n1": [["Cosine', "[]",
+                                    '{"nodes": [1], "pattern": 5}',
+                                    '{"nodes": {"n1": [1]}, "pattern": [1]}'])
+def test_a_damaged_figures_file_makes_the_run_damaged_never_a_page_error(tmp_path, caplog, damage):
+    """The review's damaged figures.json (truncated, or JSON of the wrong shape): the run's
+    view still reads (the Train page of a student link), its pattern figure is left out,
+    and asking for its figures (Explore) gives a `StackError` saying the run is damaged,
+    logged once however often a page asks."""
+    import stacklab
+    from stacklab.serve.workers.job import Job
+
+    store = RunStore(tmp_path)
+    run = stacklab.train(task="position", steps=20)
+    folder = store.save(run, stacklab.figures.figures_json(run))
+    (folder / "figures.json").write_text(damage)
+    job = Job(1, run=store.open(run.key))
+    with caplog.at_level("WARNING", logger="stacklab.pool"):
+        view = job.view("a")
+        assert view.status == "finished" and view.pattern is None and view.step == 20
+        assert job.curves(view) is not None
+        for _ in range(2):
+            with pytest.raises(StackError) as caught:
+                job.figures()
+            assert caught.value.code == "E_VALUE"
+            assert f"run {run.key} is damaged" in caught.value.message and caught.value.hint
+    assert sum("is damaged" in r.getMessage() for r in caplog.records) == 1

@@ -14,6 +14,9 @@ from stacklab.serve.workers.pool import JobPool
 
 ray = pytest.importorskip("ray")
 
+from stacklab.serve.workers import ray_runs  # noqa: E402 - after the skip: it imports Ray
+from stacklab.serve.workers.messages import Done, decode  # noqa: E402
+
 QUICK = TrainConfig(task="position", steps=20)
 LONG = TrainConfig(task="reverse", steps=100_000, target_accuracy=None)
 
@@ -40,7 +43,8 @@ def test_a_run_trains_as_a_named_actor_and_comes_back_whole(pool):
     job = pool.submit("a", None, dataclasses.replace(LONG, seed=1))
     wait_until(lambda: job.view().step > 5)  # progress comes back while it trains
     names = [actor["name"] for actor in ray.util.list_named_actors(all_namespaces=True)]
-    assert f"stacklab-run-{job.key[:12]}" in names
+    assert ray_runs.actor_name(job.key) == f"stacklab-run-{job.key}"  # the whole key
+    assert ray_runs.actor_name(job.key) in names
     assert pool.submit("b", None, dataclasses.replace(LONG, seed=1)) is job  # shared by key
     pool.stop("a", job.id)
     assert job.view("b").status == "running"
@@ -53,9 +57,34 @@ def test_a_run_trains_as_a_named_actor_and_comes_back_whole(pool):
 def test_a_killed_actor_fails_only_its_run(pool):
     job = pool.submit("a", None, dataclasses.replace(LONG, seed=2))
     wait_until(lambda: job.view().step > 5)
-    ray.kill(ray.get_actor(f"stacklab-run-{job.key[:12]}", namespace="stacklab"), no_restart=True)
+    ray.kill(ray.get_actor(ray_runs.actor_name(job.key), namespace="stacklab"), no_restart=True)
     assert job.wait(60).status == "failed" and "Ray actor" in job.view().error
     assert pool.submit("b", None, dataclasses.replace(QUICK, seed=3)).wait(120).status == "finished"
+
+
+def test_two_keys_that_begin_alike_train_as_two_actors(pool):
+    """Two runs whose keys share their first 12 characters each get an actor of their own
+    (named after the whole key, not its beginning, the second run once failed with
+    "trains another run"); both train, and both actors end."""
+    alike = ("ab12cd34ef56" + "0" * 20, "ab12cd34ef56" + "1" * 20)
+    started = []
+    try:
+        for seed, key in enumerate(alike, start=7):
+            args = (None, dataclasses.replace(QUICK, seed=seed), pool.budgets,
+                    str(pool.store.root), pool.store.max_bytes, None, 0)
+            started.append((*ray_runs.start(key, args, f"reader-{key}"), key))
+        names = [actor["name"] for actor in ray.util.list_named_actors(all_namespaces=True)]
+        assert all(ray_runs.actor_name(key) in names for key in alike)
+        for actor, training, key in started:
+            assert training is not None  # each one trains its own run
+            assert ray.get(training, timeout=120) is None
+            _, messages, over = ray_runs.poll(actor, f"reader-{key}", 0)
+            assert over and decode(messages[-1]) == Done("finished", None, None)
+    finally:
+        for actor, _, key in started:
+            ray_runs.release(actor, f"reader-{key}", trained=True)
+    wait_until(lambda: not {ray_runs.actor_name(key) for key in alike} & {
+        actor["name"] for actor in ray.util.list_named_actors(all_namespaces=True)})
 
 
 def test_sweep_runs_on_ray_when_the_address_is_set(pool, tmp_path, cli, monkeypatch):

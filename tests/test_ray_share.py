@@ -21,6 +21,8 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from stacklab.serve.workers import ray_runs  # noqa: E402 - after the skip: it imports Ray
+from stacklab.serve.workers.messages import (Done, Evaluated, Pattern, Step,  # noqa: E402
+                                             decode, encode)
 from test_ray import wait_until as wait_until_in_time  # noqa: E402
 
 STEPS = 300  # a run of a second or two on an idle machine: long enough to be followed live
@@ -190,20 +192,24 @@ wait_until = functools.partial(wait_until_in_time, timeout=300.0)
 
 def test_every_reader_gets_the_whole_stream_with_only_the_newest_figure():
     stream = ray_runs._Stream()
-    stream.send(("step", 1, 2.0))
-    stream.send(("eval", 2, {"step": 2}, [(1, 2.0)], "figure 1"))
-    stream.send(("step", 3, 1.5))
-    first_cursor, first = stream.since(0)
-    stream.send(("eval", 4, {"step": 4}, [(3, 1.5)], "figure 2"))
-    stream.send(("done", "finished", None, None))
-    assert first == [("eval", 2, {"step": 2}, [(1, 2.0)], None), ("pattern", "figure 1"),
-                     ("step", 3, 1.5)]
-    assert stream.since(first_cursor)[1] == [("eval", 4, {"step": 4}, [(3, 1.5)], None),
-                                             ("pattern", "figure 2"),
-                                             ("done", "finished", None, None)]
-    late = stream.since(0)[1]  # a reader that comes late: each evaluation, the newest figure
-    assert [m[0] for m in late] == ["eval", "step", "eval", "pattern", "done"]
-    assert late[3] == ("pattern", "figure 2")
+
+    def since(cursor):
+        count, sent = stream.since(cursor)
+        return count, [decode(raw) for raw in sent]
+
+    stream.send(encode(Step(1, 2.0)))
+    stream.send(encode(Evaluated(2, {"step": 2}, [(1, 2.0)], ("figure 1",))))
+    stream.send(encode(Step(3, 1.5)))
+    first_cursor, first = since(0)
+    stream.send(encode(Evaluated(4, {"step": 4}, [(3, 1.5)], ("figure 2",))))
+    stream.send(encode(Done("finished", None, None)))
+    assert first == [Evaluated(2, {"step": 2}, [(1, 2.0)], None), Pattern(("figure 1",)),
+                     Step(3, 1.5)]
+    assert since(first_cursor)[1] == [Evaluated(4, {"step": 4}, [(3, 1.5)], None),
+                                      Pattern(("figure 2",)), Done("finished", None, None)]
+    late = since(0)[1]  # a reader that comes late: each evaluation, the newest figure
+    assert [type(m) for m in late] == [Evaluated, Step, Evaluated, Pattern, Done]
+    assert late[3] == Pattern(("figure 2",))
     assert len(stream.kept) == 3  # the steps and the older figure are not kept
 
 

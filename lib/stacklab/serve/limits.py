@@ -1,5 +1,6 @@
 """The limits of a classroom server, in one place: what one student's run may cost, how
-many finished runs a browser session keeps, and how long a closed tab's runs live.
+many finished runs a browser session keeps, how long a closed tab's runs live, and how
+long a page waits for (and how much it shares of) a finished run's figures.
 
 The library's own limits are generous (`stacklab.core.resolve.DEFAULT_BUDGET_BYTES`, the
 library ranges of `stacklab.lab.settings`); a server shared by a class uses these, and the
@@ -21,3 +22,5 @@ SESSION_TTL_SECONDS = 15 * 60  # a session that stops polling (a closed tab) is 
 MAX_QUEUED_RUNS = 200  # runs waiting for a worker, over all sessions
 MAX_LINK_STACK_CHARS = 8_000  # longer links are refused by web servers (header limits)
 MAX_STACK_CHARS = 100_000  # a stack typed, pasted or linked in the app (the library: 2 MB)
+FIGURES_WAIT_SECONDS = 60.0  # a page waits this long for figures a worker is drawing
+SHARED_FIGURES_BYTES = 2 << 20  # a finished run's parsed figures are kept up to this much JSON

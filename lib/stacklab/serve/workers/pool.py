@@ -52,6 +52,7 @@ from ...lab.train.plan import RunPlan, plan_run
 from ..limits import (BUDGETS, FINISHED_RUNS_KEPT, MAX_QUEUED_RUNS, RUNS_KEPT_PER_SESSION,
                       SESSION_TTL_SECONDS)
 from .job import Job, JobView, release_memory
+from .messages import Done
 from .plan_cache import PlanCache
 from .transport import LocalProcess, RayActor, Transport, every, processes, relay, warm_fork_server
 
@@ -240,8 +241,7 @@ class JobPool:
         if len(self._queue) >= self.max_queued:
             raise StackError("E_BUDGET", f"{len(self._queue)} runs are already waiting",
                              hint="wait for a few runs to finish, then press Train again")
-        job = Job(next(self._ids), trainer=plan)
-        job._pool = self
+        job = Job(next(self._ids), plan=plan, **self._job_needs())
         self._live[job.key] = job
         self._queue.append(job)
         self._start_workers_locked()
@@ -266,7 +266,7 @@ class JobPool:
         if run is None:
             return None
         log.info("run %s from the store", key)
-        job = Job(next(self._ids), run=run)
+        job = Job(next(self._ids), run=run, **self._job_needs())
         with self._lock:
             self._remember_locked(job)
         return job
@@ -287,9 +287,9 @@ class JobPool:
         with self._lock:
             job = self._known_locked(key)
             if job is None and plan is not None and plan.key == key and not self._closed:
-                job = Job(next(self._ids), trainer=plan)
-                job._pool, job.stop_event = self, follow.stop_event
-                job.status, job.started = Status.RUNNING, time.monotonic() - seconds
+                job = Job(next(self._ids), plan=plan, **self._job_needs())
+                job.stop_event = follow.stop_event
+                job.start(seconds_ago=seconds)
                 self._live[key] = job
                 log.info("following run %s, trained by another app server", key)
                 threading.Thread(target=self._drive, args=(job, follow), daemon=True,
@@ -329,9 +329,8 @@ class JobPool:
                 self._queue.remove(job)
             except ValueError:
                 pass
-            job.status = Status.STOPPED
+            job.stop()
             self._live.pop(job.key, None)
-            job.end()
         elif job.status == Status.RUNNING and job.stop_event is not None:
             job.stop_event.set()  # the worker process stops after its current step
             if self._live.get(job.key) is job:
@@ -361,9 +360,10 @@ class JobPool:
                 job.stop_event = transport.stop_event
             self._finish(job, *relay(transport, job, every(2.0, self.forget_idle)))
         except BaseException as err:  # noqa: BLE001 - a worker must survive any job
-            job.status = Status.FAILED
-            job.error = f"{type(err).__name__}: {err}"
+            job.fail(f"{type(err).__name__}: {err}")
         finally:
+            if job.status == Status.FAILED:  # the one log line of a failed run
+                log.warning("run %s failed: %s", job.key, job.error)
             with self._lock:
                 if followed is None:
                     self.running -= 1
@@ -386,43 +386,40 @@ class JobPool:
             if self._closed:
                 return None
             job = self._queue.popleft()
-            job.status = Status.RUNNING
-            job.started = time.monotonic()
+            job.start()
             self.running += 1
             self.trainings += 1
             return job
 
     def _transport(self, job: Job) -> Transport:
         """How ``job`` reaches its worker: a Ray actor with a Ray address, else a process."""
-        args = (job.trainer.source, job.config, self.budgets, str(self.store.root),
+        args = (job.plan.source, job.config, self.budgets, str(self.store.root),
                 self.store.max_bytes, self.threads_per_job, self.worker_nice)
         return (RayActor if self.ray_address else LocalProcess)(job.key, args)
 
-    def _finish(self, job: Job, done: tuple | None, why: str | None) -> None:
+    def _finish(self, job: Job, done: Done | None, why: str | None) -> None:
         """Take the run a worker handed over (its last message ``done``), or fail ``job``."""
         if done is None and job.run is not None and not job.status.active:
-            _log_end(job, str(job.status), job.run)  # stored ("stored"): figures to follow
+            _log_end(job, str(job.status), job.run)  # stored (`Stored`): figures to follow
             return
         if done is None and self.ray_address and (run := self.store.open(job.key)) is not None:
-            done = ("done", str(run.status), run.error, None)  # on Ray: stored as it ended
+            done = Done(str(run.status), run.error, None)  # on Ray: stored as it ended
         if done is None:
-            job.error = why or "the worker ended without a word"
-            job.status = Status.FAILED
-            log.warning("run %s failed: %s", job.key, job.error)
+            job.fail(why or "the worker ended without a word")
             return
-        _, status, error, folder = done
+        folder = done.folder
         run = self.store.open(job.key) if folder is None else self.store.hold_private(folder)
-        if run is None and status != str(Status.FAILED):
-            job.error = ("the run trained but could not be read back from the run store "
-                         f"({self.store.root}); see the server's log")
-            job.status = Status.FAILED
-            log.warning("run %s: %s", job.key, job.error)
+        if run is None and done.status != str(Status.FAILED):
+            job.fail("the run trained but could not be read back from the run store "
+                     f"({self.store.root}); see the server's log")
             return
         if run is not None:
-            job.take(run)
-            _log_end(job, status, run)
-        job.error = error
-        job.status = Status(status)
+            _log_end(job, done.status, run)
+        job.finish(done.status, done.error, run)
+
+    def _job_needs(self) -> dict:
+        """What a job asks of its pool: a reader of the run store and its queue place."""
+        return {"open_stored": self.store.open, "queue_place": self.position}
 
     def _forget_idle_locked(self, now: float | None = None) -> int:
         now = time.monotonic() if now is None else now

@@ -1,6 +1,6 @@
 """Runs on a Ray cluster (SPEC §13, §20): with ``STACKLAB_RAY_ADDRESS`` set (``auto``,
 ``local`` or ``ray://HOST:PORT``), the pool trains each run in a Ray actor named
-``stacklab-run-<first 12 characters of the run key>`` instead of a local process.
+``stacklab-run-<the run key>`` (`actor_name`) instead of a local process.
 
 The actor runs the same `stacklab.serve.workers.worker.train` as a local worker process. The
 actors live in one namespace (`NAMESPACE`), so every app server connected to the cluster
@@ -38,11 +38,13 @@ from __future__ import annotations
 import bisect
 import threading
 import time
+from dataclasses import replace
 
 import ray
 
 from ...lab.runs.store import STORED_STATUSES
 from . import worker
+from .messages import Done, Evaluated, Message, Pattern, Step, decode, encode
 
 NAMESPACE = "stacklab"
 STALE_SECONDS = 30.0  # a holder silent this long no longer keeps the run going
@@ -59,28 +61,29 @@ def connect(address: str) -> None:
 
 
 class _Stream:
-    """What `worker.train` sends, kept for every reader: each message gets the next index;
-    the evaluations (without their figure) and the end are kept, of the steps and the
-    pattern figures only the newest."""
+    """What `worker.train` sends (`messages.encode`d), kept for every reader: each message
+    gets the next index; the evaluations (without their figure) and the end are kept, of
+    the steps and the pattern figures only the newest."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.count = 0  # messages sent so far: the next message's index
-        self.kept: list[tuple[int, tuple]] = []  # (index, message), oldest first
-        self.step: tuple[int, tuple] | None = None
-        self.pattern: tuple[int, tuple] | None = None
-        self.done: tuple | None = None
+        self.kept: list[tuple[int, Message]] = []  # (index, message), oldest first
+        self.step: tuple[int, Step] | None = None
+        self.pattern: tuple[int, Pattern] | None = None
+        self.done: Done | None = None
 
-    def send(self, message: tuple) -> None:
+    def send(self, raw: tuple) -> None:
+        message = decode(raw)
         with self.lock:
             index, self.count = self.count, self.count + 1
-            if message[0] == "step":
+            if isinstance(message, Step):
                 self.step = (index, message)
                 return
-            if message[0] == "eval" and message[4] is not None:
-                self.pattern = (index, ("pattern", message[4]))  # read after its evaluation
-                message = (*message[:4], None)
-            elif message[0] == "done":
+            if isinstance(message, Evaluated) and message.pattern is not None:
+                self.pattern = (index, Pattern(message.pattern))  # read after its evaluation
+                message = replace(message, pattern=None)
+            elif isinstance(message, Done):
                 self.done = message
             self.kept.append((index, message))
 
@@ -88,12 +91,13 @@ class _Stream:
         pass
 
     def since(self, start: int) -> tuple[int, list[tuple]]:
-        """The next index, and every kept message from index ``start`` on, in order."""
+        """The next index, and every kept message from index ``start`` on, in order, as
+        `messages.encode` sends them."""
         with self.lock:
             first = bisect.bisect_left(self.kept, start, key=lambda item: item[0])
             found = self.kept[first:] + [item for item in (self.step, self.pattern)
                                          if item is not None and item[0] >= start]
-            return self.count, [message for _, message in sorted(found, key=lambda i: i[0])]
+            return self.count, [encode(message) for _, message in sorted(found, key=lambda i: i[0])]
 
 
 class _Readers:
@@ -178,7 +182,7 @@ class RunActor:
     def _role_locked(self, reader: str, train: bool) -> str:
         if self.over:  # a stored run reads as today; any other trains anew
             done = self.stream.done
-            if done is None or done[1] not in STORED_STATUSES:
+            if done is None or done.status not in STORED_STATUSES:
                 return "ended"
             self.readers.add(reader, hold=False)
             return "watch"
@@ -215,7 +219,9 @@ class RunActor:
 
 
 def actor_name(key: str) -> str:
-    return f"stacklab-run-{key[:12]}"
+    """The name of the actor of the run ``key``: the whole key, so that two keys that
+    begin alike never meet at one name."""
+    return f"stacklab-run-{key}"
 
 
 def _join(actor, reader: str, key: str, train: bool) -> tuple:

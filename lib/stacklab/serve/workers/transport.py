@@ -1,7 +1,8 @@
 """How a job's run reaches the worker that trains it, and how its messages come back.
 
 A transport starts one run of `stacklab.serve.workers.worker.train` somewhere, relays the
-worker's messages, passes a Stop on, says whether the worker has ended and, when it
+worker's messages (`stacklab.serve.workers.messages`, decoded here from the one wire form
+both transports carry), passes a Stop on, says whether the worker has ended and, when it
 ended without its last message, why. There are two: `LocalProcess`, a process forked
 from this server's fork server, talking over a pipe, and `RayActor`, a Ray actor
 (`stacklab.serve.workers.ray_runs`) when the pool has a Ray address, which may also follow a run
@@ -23,11 +24,13 @@ import shutil
 import threading
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
+from ..limits import FIGURES_WAIT_SECONDS  # a stored run's worker has as long to draw its figures
 from . import worker
-from .job import FIGURES_WAIT_SECONDS  # a stored run's worker has as long to draw its figures
+from .messages import Done, Message, decode
 
 if TYPE_CHECKING:
     from .job import Job
@@ -94,7 +97,7 @@ class Transport(Protocol):
     def start(self) -> None:
         """Start the run; an error here fails the job with that error."""
 
-    def receive(self) -> list[tuple]:
+    def receive(self) -> list[Message]:
         """The worker's messages since the last call, waiting up to `POLL_SECONDS`."""
 
     def stop(self) -> None:
@@ -110,13 +113,14 @@ class Transport(Protocol):
         """Let go of the worker and whatever it holds; it is ended by now."""
 
 
-def relay(transport: Transport, job: Job, every_poll: Callable[[], None]) -> tuple[tuple | None, str | None]:
+def relay(transport: Transport, job: Job,
+          every_poll: Callable[[], None]) -> tuple[Done | None, str | None]:
     """Run ``job`` on ``transport`` to its end, handing the worker's progress to
-    `Job.report` (a "stored" run among them: it ends for its watchers there, while its
+    `Job.report` (a `Stored` run among them: it ends for its watchers there, while its
     worker draws its figures) and ``job.stop_event`` on to the worker; ``every_poll()``
-    runs between polls. Returns the worker's last message (``("done", status, error,
-    folder)``), or None and why there was none; ``(None, None)`` for a run handed over at
-    "stored" (`_hand_over`), whose worker is released once its figures are in."""
+    runs between polls. Returns the worker's last message (`Done`), or None and why there
+    was none; ``(None, None)`` for a run handed over at `Stored` (`_hand_over`), whose
+    worker is released once its figures are in."""
     transport.start()
     job.process = transport.process
     done, failure, stopping, handed = None, None, False, False
@@ -129,7 +133,7 @@ def relay(transport: Transport, job: Job, every_poll: Callable[[], None]) -> tup
             ended = transport.ended()  # asked first: what it said before it ended is read
             messages = transport.receive()
             for message in messages:
-                if message[0] == "done":
+                if isinstance(message, Done):
                     done = message
                 else:
                     job.report(message)
@@ -146,9 +150,9 @@ def relay(transport: Transport, job: Job, every_poll: Callable[[], None]) -> tup
 
 
 def _hand_over(transport: Transport, job: Job) -> bool:
-    """For a run stored early ("stored") whose local worker now draws its figures: free
+    """For a run stored early (`Stored`) whose local worker now draws its figures: free
     the worker's slot, so the next run starts while they are drawn (at a lower priority),
-    and let a thread wait for the worker's "done" (the figures stored), then release it."""
+    and let a thread wait for the worker's `Done` (the figures stored), then release it."""
     if job.run is None or job.status.active or not getattr(transport, "drains", False):
         return False
     if not DRAWING.acquire(blocking=False):
@@ -165,14 +169,14 @@ def _hand_over(transport: Transport, job: Job) -> bool:
 
 
 def _drain(transport: Transport, job: Job) -> None:
-    """Wait (at most as long as a page waits for the figures) for the worker's "done", then
+    """Wait (at most as long as a page waits for the figures) for the worker's `Done`, then
     let it go."""
     deadline = time.monotonic() + FIGURES_WAIT_SECONDS
     try:
         while time.monotonic() < deadline:
             ended = transport.ended()
             messages = transport.receive()
-            if any(message[0] == "done" for message in messages) or (ended and not messages):
+            if any(isinstance(message, Done) for message in messages) or (ended and not messages):
                 break
     except transport.lost:
         pass  # the figures are not stored: a page that asks draws them in the server
@@ -209,8 +213,8 @@ class LocalProcess:
             self.release()
             raise
 
-    def receive(self) -> list[tuple]:
-        return [self._reader.recv()] if self._reader.poll(POLL_SECONDS) else []
+    def receive(self) -> list[Message]:
+        return [decode(self._reader.recv())] if self._reader.poll(POLL_SECONDS) else []
 
     def stop(self) -> None:
         pass  # the process reads `stop_event` itself
@@ -283,14 +287,14 @@ class RayActor:
             self._actor, self._reference = self._runs.start(self._key, self._args, self._reader)
             self.following = self._reference is None
 
-    def receive(self) -> list[tuple]:
+    def receive(self) -> list[Message]:
         if self._ended:
             return []  # the actor died: there is nobody left to ask
-        self._cursor, messages, self._over = self._runs.poll(self._actor, self._reader,
-                                                             self._cursor)
+        self._cursor, sent, self._over = self._runs.poll(self._actor, self._reader, self._cursor)
+        messages = [decode(raw) for raw in sent]
         if self.following:
             messages = [_own_copy(message, self._root) for message in messages]
-        if self._ended is None and not any(message[0] == "done" for message in messages):
+        if self._ended is None and not any(isinstance(message, Done) for message in messages):
             time.sleep(POLL_SECONDS)
         return messages
 
@@ -318,22 +322,22 @@ class RayActor:
             pass
 
 
-def _own_copy(message: tuple, root: Path) -> tuple:
+def _own_copy(message: Message, root: Path) -> Message:
     """A followed run's last message, pointing to a copy of its private folder (a stopped
     run's: `RunStore.save_private`), since the app server that trained it removes its
     own once read; the copy, in this server's store at ``root`` (the same folder, maybe
     mounted elsewhere), is private to this server's pool in the same way."""
-    if message[0] != "done" or not message[3]:
+    if not isinstance(message, Done) or not message.folder:
         return message
-    folder = root / Path(message[3]).name
+    folder = root / Path(message.folder).name
     copy = folder.with_name(f"{folder.name.rsplit('-', 1)[0]}-{uuid.uuid4().hex[:8]}")
     try:
         shutil.copytree(folder, copy)
     except OSError as err:
         log.warning("the run in %s cannot be copied: %s", folder, err)
         shutil.rmtree(copy, ignore_errors=True)
-        return (*message[:3], None)
-    return (*message[:3], str(copy))
+        return replace(message, folder=None)
+    return replace(message, folder=str(copy))
 
 
 def every(seconds: float, action: Callable[[], object]) -> Callable[[], None]:
