@@ -88,7 +88,7 @@ def show_automatic_changes() -> None:
 def show_changed_since(job) -> bool:
     """Say above a run when it no longer matches the experiment (what changed, old → new);
     True when it does not."""
-    source = job.run.network.source if job.run is not None else job.trainer.source
+    source = job.run.network.source if job.run is not None else job.plan.source
     changes = changed_since(session.experiment(), source, job.config, available_devices())
     if changes:
         st.warning(plain(stale_note(job.key, changes), 1200), icon=":material/history:")
