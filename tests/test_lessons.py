@@ -12,7 +12,8 @@ from stacklab.lab.lessons import (LESSONS, METRICS, Expect, Lesson, Step, check,
                                   open_step, step_from_link, step_link)
 from stacklab.lab.settings import TrainConfig
 from stacklab.lab.tasks import get_task
-from stacklab.lab.train.trainer import fit_network, train
+from stacklab.lab.train.plan import fit_network
+from stacklab.lab.train.trainer import train
 
 STEPS = [(lesson.id, number) for lesson in LESSONS.values()
          for number in range(1, len(lesson.steps) + 1)]
