@@ -75,5 +75,10 @@ wheel: $(STAMP)
 	cd $(WHEEL_CHECK) && ./venv/bin/stacklab tasks >/dev/null && ./venv/bin/stacklab train --task position --steps 20 --out run >/dev/null 2>&1 \
 	  && ./venv/bin/python -c "import stacklab, stacklab.notebook; lab = stacklab.notebook.Lab(task='position', steps=20); lab.train(); run = lab.wait(120); assert run.status == 'finished', run.status; print('wheel ok:', stacklab.__file__, run.status)"
 
+# The README's screenshots, refreshed on purpose: the browser tests write them into
+# assets/screenshots instead of the ignored screenshots/ folder of every `make test`.
+screenshots: $(STAMP) browser
+	STACKLAB_SCREENSHOTS=assets/screenshots $(PY) -m pytest tests/test_browser.py -q
+
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -22,7 +22,9 @@ from urllib.parse import urlencode
 import pytest
 
 ROOT = Path(__file__).parent.parent
-SHOTS = ROOT / "assets" / "screenshots"
+# Screenshots go to an ignored folder; `make screenshots` refreshes the README's pictures in
+# assets/screenshots on purpose (STACKLAB_SCREENSHOTS), as --overwrite does for golden files.
+SHOTS = Path(os.environ.get("STACKLAB_SCREENSHOTS") or ROOT / "screenshots").resolve()
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--no-first-run"]

@@ -18,7 +18,11 @@ figures`` (and ``checkpoint``, ``export``, ``tasks``) gives the lab's modules.
 
 import importlib
 
-from .core import __version__
+from .core.threads import prefer_passive_waits
+
+prefer_passive_waits()  # before torch loads: OpenMP reads its wait policy once (core/threads.py)
+
+from .core import __version__  # noqa: E402 - after the wait policy is set
 from .core.build import StackModule, pick_device
 from .core.errors import CODES, StackError
 from .core.language import parse

@@ -24,6 +24,7 @@ from .lab.settings import SETTINGS, TrainConfig
 from .lab.runs.store import STORED_STATUSES, RunStore
 from .lab.tasks import TASKS
 from .lab.train.record import Run, Status
+from .core.threads import use_training_threads
 from .lab.train.plan import fit_network
 from .lab.train.trainer import Trainer
 from .lab.train.trainer import train as _train
@@ -118,7 +119,8 @@ class LiveFigures:
 def train(source: str | None = None, *, live: bool = False, **settings) -> Run:
     """`stacklab.lab.train.trainer.train`; in Jupyter with a progress bar, and with ``live=True``
     the curves and the task's pattern figure updating in place as it trains. Outside
-    Jupyter ``live`` changes nothing."""
+    Jupyter ``live`` changes nothing. Torch trains with `training_threads` threads."""
+    use_training_threads()
     if in_jupyter():
         given = settings.pop("callbacks", {})
         callbacks = {event: [fn] for event, fn in LiveFigures(figures=live).callbacks().items()}
@@ -241,6 +243,7 @@ class Lab:
         stack or a setting is wrong, or a run is going)."""
         if self._thread is not None and self._thread.is_alive():
             return False
+        use_training_threads()
         try:
             trainer = Trainer(self.source, self.config())
         except StackError as err:

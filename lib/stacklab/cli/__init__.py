@@ -29,6 +29,7 @@ from __future__ import annotations
 import sys
 
 from ..core.errors import StackError
+from ..core.threads import use_training_threads
 from .commands import cmd_docs, cmd_explore, cmd_ops, cmd_resolve, cmd_tasks, cmd_train
 from .flags import make_parser
 from .share import cmd_share
@@ -45,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         command_parser = parser._subparsers._group_actions[0].choices[args.command]
+        if args.command in ("train", "explore"):  # sweep's workers choose their own
+            use_training_threads()
         return COMMANDS[args.command](args, command_parser) or 0
     except StackError as err:
         print(err, file=sys.stderr)
