@@ -30,9 +30,11 @@ def rope_frequencies(width: int, scaling: str = "none", factor: float = 1.0,
 
     - ``linear`` (position interpolation, Chen et al. 2023): θ_i / factor.
     - ``ntk`` (NTK-aware): the base becomes 10000·factor^(width/(width-2)).
-    - ``yarn`` (Peng et al. 2023): pairs that turn fewer than α=1 times in ``trained_len``
-      are interpolated (θ_i / factor), those turning more than β=32 times are kept, a
-      linear ramp between; q and k are scaled by 0.1·ln(factor) + 1 each.
+    - ``yarn`` (Peng et al. 2023): pairs that turn more than β=32 times over
+      ``trained_len`` keep θ_i, those turning fewer than α=1 times are interpolated
+      (θ_i / factor), with a linear ramp over the pairs between (the ramp by pair index
+      of the paper's code; the paper writes it over the turns); q and k are each scaled
+      by 0.1·ln(factor) + 1.
     """
     half = width // 2
     exponent = torch.arange(half, dtype=torch.float32) / max(half, 1)  # 2i / width
@@ -42,9 +44,14 @@ def rope_frequencies(width: int, scaling: str = "none", factor: float = 1.0,
     if scaling == "linear" and factor > 1:
         return theta / factor, 1.0
     if scaling == "yarn" and factor > 1:
-        turns = trained_len * theta / (2 * math.pi)  # turns of each pair over the trained length
-        keep = ((turns - ramp[0]) / (ramp[1] - ramp[0])).clamp(0, 1)  # YaRN's α, β
-        return theta / factor * (1 - keep) + theta * keep, 0.1 * math.log(factor) + 1.0
+        def pair_turning(turns: float) -> float:  # the (fractional) pair that turns `turns` times
+            return width * math.log(trained_len / (turns * 2 * math.pi)) / (2 * math.log(base))
+
+        low = max(math.floor(pair_turning(ramp[1])), 0)
+        high = min(math.ceil(pair_turning(ramp[0])), width - 1)
+        interpolated = ((torch.arange(half) - low) / max(high - low, 1e-3)).clamp(0, 1)
+        return (theta / factor * interpolated + theta * (1 - interpolated),
+                0.1 * math.log(factor) + 1.0)
     return theta, 1.0
 
 
