@@ -38,8 +38,10 @@ ENCODINGS: dict[str, Encoding] = {e.name: e for e in (
              "each head's query and key features are turned in pairs, pair i by the angle "
              "t·10000^(-2i/r) at position t, so q·k depends on the two positions only "
              "through their difference. rotary=0.25 turns only the first quarter of each "
-             "head (r = 0.25·D/heads, GPT-NeoX's rotary_pct; p-RoPE, Barbero et al. 2024, "
-             "drops the slow pairs the same way) and passes the rest unchanged. No "
+             "head (r = 0.25·D/heads, GPT-NeoX's rotary_pct, its frequencies spread over "
+             "those r features) and passes the rest unchanged; p-RoPE (Barbero et al. "
+             "2024), which keeps the fastest pairs of the whole head's frequencies, is not "
+             "offered. No "
              "parameters; r must be even.", rotates=True),
     Encoding("alibi", "Press et al. 2022, Train Short, Test Long",
              "a fixed penalty growing with distance, bias = -m·|i - j|, one slope m per "

@@ -1,0 +1,196 @@
+"""The length-generalization table of issue 32 in one command:
+
+    python bench/length_table.py [--steps 300] [--seeds 0-2] [--device cpu] [--out DIR]
+
+Every encoding x the length tasks (copy, addition, selective_copy) x seeds, each trained
+at T = 16 and evaluated at 2T and 4T: accuracy inside T and past T (the positions past
+16 of the 64-long sequences) and overall at each length. The RoPE runs are evaluated again
+with each RoPE scaling (linear, ntk, yarn; the factor is each length over T), on the same
+trained model. Writes ``results.csv`` (one row per run and scaling), ``comparison.html``
+(the table, seeds averaged) and ``timing.json`` to ``--out`` (default
+docs/length_generalization/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import html
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+import stacklab
+from stacklab.lab.measure.lengths import length_generalization
+from stacklab.lab.tasks import TASKS
+from stacklab.ops.position_settings import rope_scaled
+
+T = 16
+LENGTHS = (T, 2 * T, 4 * T)
+TASK_NAMES = ("copy", "addition", "selective_copy")
+OUT = Path(__file__).parent.parent / "docs" / "length_generalization"
+
+# Each encoding as the lines it puts between the token embedding and the attention's
+# arguments: (table line, attention's position arguments, train settings). The rest of
+# the stack is the task's preset (one non-causal attention; two for addition).
+ENCODINGS = {
+    "learned": ("pos_embed(64)\n", "", {}),
+    "learned+randomized": ("pos_embed(64)\n", "", {"random_positions": 64}),
+    "sinusoidal": ("sin_pos(64)\n", "", {}),
+    "none (NoPE)": ("", "", {}),
+    "rope": ("", ', position="rope"', {}),
+    "rope+randomized": ("", ', position="rope"', {"random_positions": 64}),
+    "rope 25% (partial)": ("", ', position="rope", rotary=0.25', {}),
+    "xpos": ("", ', position="xpos"', {}),
+    "alibi": ("", ', position="alibi"', {}),
+    "relative (T5)": ("", ', position="relative"', {}),
+    "kerple": ("", ', position="kerple"', {}),
+    "kerple_power": ("", ', position="kerple_power"', {}),
+    "fire": ("", ', position="fire"', {}),
+    "cope": ("", ', position="cope"', {}),
+}
+ABACUS = "abacus"  # addition only: abacus(...) in place of embedding and pos_embed
+SCALINGS = ("linear", "ntk", "yarn")
+
+
+def stack_for(task_name: str, encoding: str) -> str:
+    """The task's preset with its position table swapped for ``encoding``."""
+    task = TASKS[task_name]
+    preset = task.preset(T)
+    lines = [line for line in preset.splitlines() if not line.startswith("pos_embed")]
+    if encoding == ABACUS:
+        lines[0] = f"abacus({task.vocab}, 64, digits=11)"
+        return "\n".join(lines)
+    table, position, _ = ENCODINGS[encoding]
+    lines = [lines[0], *([table.strip()] if table else []), *lines[1:]]
+    return "\n".join(line.replace("attention(4)", f"attention(4{position})") for line in lines)
+
+
+def split(entry: dict) -> tuple[float | None, float | None]:
+    """Accuracy inside T and past T of a length's entry (None where it could not run)."""
+    if "per_position" not in entry:
+        return None, None
+    per_position = [v for v in entry["per_position"]]
+    inside = [v for v in per_position[:T] if v is not None]
+    past = [v for v in per_position[T:] if v is not None]
+    mean = lambda values: round(statistics.fmean(values), 4) if values else None  # noqa: E731
+    return mean(inside), mean(past)
+
+
+def rows_of(task_name, encoding, seed, scaling, found, seconds) -> dict:
+    row = {"task": task_name, "encoding": encoding, "seed": seed, "rope_scaling": scaling,
+           "train_seconds": round(seconds, 2)}
+    for length in LENGTHS:
+        entry = found.get(str(length), {})
+        row[f"acc@{length}"] = entry.get("accuracy")
+    row["inside@64"], row["past@64"] = split(found.get(str(4 * T), {}))
+    row["past@32"] = split(found.get(str(2 * T), {}))[1]
+    return row
+
+
+def train_one(task_name: str, encoding: str, seed: int, steps: int, device: str) -> list[dict]:
+    settings = {} if encoding == ABACUS else ENCODINGS[encoding][2]
+    start = time.perf_counter()
+    run = stacklab.train(stack_for(task_name, encoding), task=task_name, seed=seed,
+                         steps=steps, seq_len=T, device=device, target_accuracy=None,
+                         eval_every=steps,  # one held-out evaluation, at the end
+                         eval_lengths=",".join(map(str, LENGTHS)), **settings)
+    seconds = time.perf_counter() - start
+    if run.status != "finished":
+        raise RuntimeError(f"{task_name} {encoding} seed {seed}: {run.status} {run.error}")
+    rows = [rows_of(task_name, encoding, seed, "none", run.length_generalization, seconds)]
+    if encoding == "rope":  # the same trained model, stretched at evaluation
+        for scaling in SCALINGS:
+            with rope_scaled(run.model, scaling, None, T):
+                found = length_generalization(run, LENGTHS)
+            rows.append(rows_of(task_name, encoding, seed, scaling, found, seconds))
+    return rows
+
+
+def averaged(rows: list[dict]) -> list[dict]:
+    """One row per task, encoding and scaling: the mean over seeds (and its spread)."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["task"], row["encoding"], row["rope_scaling"]), []).append(row)
+    table = []
+    for (task, encoding, scaling), members in groups.items():
+        entry = {"task": task, "encoding": encoding if scaling == "none"
+                 else f"{encoding} + {scaling} scaling", "seeds": len(members)}
+        for key in ("acc@16", "inside@64", "past@32", "past@64"):
+            values = [m[key] for m in members if m[key] is not None]
+            entry[key] = round(statistics.fmean(values), 3) if values else None
+            entry[key + " min"] = round(min(values), 3) if values else None
+            entry[key + " max"] = round(max(values), 3) if values else None
+        table.append(entry)
+    return table
+
+
+def write_html(table: list[dict], path: Path, note: str) -> None:
+    def cell(entry, key):
+        value = entry[key]
+        if value is None:
+            return "<td>—</td>"
+        shade = int(255 - 120 * value)
+        return (f'<td style="background: rgb({shade},255,{shade})" title="seeds: '
+                f'{entry[key + " min"]}–{entry[key + " max"]}">{value:.2f}</td>')
+
+    keys = ("acc@16", "inside@64", "past@32", "past@64")
+    parts = ["<!doctype html><meta charset='utf-8'><title>Length generalization</title>",
+             "<style>body{font-family:sans-serif} td,th{padding:2px 8px;text-align:right}"
+             " td:nth-child(2){text-align:left}</style>",
+             f"<h1>Length generalization: trained at T = {T}, evaluated at {2 * T} and "
+             f"{4 * T}</h1><p>{html.escape(note)}</p>"]
+    for task in TASK_NAMES:
+        parts.append(f"<h2>{task}</h2><table><tr><th>task</th><th>encoding</th>"
+                     + "".join(f"<th>{k}</th>" for k in keys) + "</tr>")
+        for entry in (e for e in table if e["task"] == task):
+            parts.append(f"<tr><td>{task}</td><td>{html.escape(entry['encoding'])}</td>"
+                         + "".join(cell(entry, k) for k in keys) + "</tr>")
+        parts.append("</table>")
+    path.write_text("\n".join(parts), encoding="utf-8")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--seeds", default="0-2")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--tasks", default=",".join(TASK_NAMES))
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    low, _, high = args.seeds.partition("-")
+    seeds = range(int(low), int(high or low) + 1)
+    torch.set_num_threads(1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    start, rows = time.perf_counter(), []
+    for task_name in args.tasks.split(","):
+        encodings = list(ENCODINGS) + ([ABACUS] if task_name == "addition" else [])
+        for encoding in encodings:
+            for seed in seeds:
+                rows += train_one(task_name, encoding, seed, args.steps, args.device)
+            print(f"{task_name:15s} {encoding:22s} past@64 "
+                  f"{[r['past@64'] for r in rows[-len(seeds) * (4 if encoding == 'rope' else 1):]]}"
+                  f"  {time.perf_counter() - start:.0f} s", flush=True)
+    seconds = time.perf_counter() - start
+    with open(args.out / "results.csv", "w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    table = averaged(rows)
+    note = (f"{len(rows)} rows, {args.steps} steps per run, seeds {args.seeds}, device "
+            f"{args.device}, {seconds:.0f} s in all (torch threads 1). Each cell is the mean "
+            "accuracy over seeds (hover: min–max).")
+    write_html(table, args.out / "comparison.html", note)
+    (args.out / "timing.json").write_text(json.dumps(
+        {"seconds": round(seconds, 1), "runs": len(rows), "steps": args.steps,
+         "seeds": args.seeds, "device": args.device, "torch": torch.__version__,
+         "table": table}, indent=1))
+    print(f"{len(rows)} rows in {seconds:.0f} s -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
