@@ -153,6 +153,21 @@ def write_html(table: list[dict], path: Path, note: str) -> None:
     path.write_text("\n".join(parts), encoding="utf-8")
 
 
+def build_table(steps: int, seeds, device: str, tasks=TASK_NAMES) -> tuple[list[dict], float]:
+    """Every row of the table (`train_one` for each task, encoding and seed), printed as it
+    goes, and the seconds it all took."""
+    start, rows = time.perf_counter(), []
+    for task_name in tasks:
+        encodings = list(ENCODINGS) + ([ABACUS] if task_name == "addition" else [])
+        for encoding in encodings:
+            for seed in seeds:
+                rows += train_one(task_name, encoding, seed, steps, device)
+            last = rows[-len(seeds) * (1 + len(SCALINGS) if encoding == "rope" else 1):]
+            print(f"{task_name:15s} {encoding:22s} past@64 {[r['past@64'] for r in last]}  "
+                  f"{time.perf_counter() - start:.0f} s", flush=True)
+    return rows, time.perf_counter() - start
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
@@ -165,16 +180,7 @@ def main() -> int:
     seeds = range(int(low), int(high or low) + 1)
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)
-    start, rows = time.perf_counter(), []
-    for task_name in args.tasks.split(","):
-        encodings = list(ENCODINGS) + ([ABACUS] if task_name == "addition" else [])
-        for encoding in encodings:
-            for seed in seeds:
-                rows += train_one(task_name, encoding, seed, args.steps, args.device)
-            print(f"{task_name:15s} {encoding:22s} past@64 "
-                  f"{[r['past@64'] for r in rows[-len(seeds) * (4 if encoding == 'rope' else 1):]]}"
-                  f"  {time.perf_counter() - start:.0f} s", flush=True)
-    seconds = time.perf_counter() - start
+    rows, seconds = build_table(args.steps, seeds, args.device, args.tasks.split(","))
     with open(args.out / "results.csv", "w", newline="") as file:
         writer = csv.DictWriter(file, fieldnames=list(rows[0]))
         writer.writeheader()
