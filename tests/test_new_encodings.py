@@ -353,3 +353,22 @@ def test_each_length_task_preset_trains_and_scores_its_pattern():
         assert run.status == "finished", (name, run.error)
         pattern = run.metrics()["position_tables"]["n1"]["scores"]["pattern"]
         assert pattern["name"] == score and pattern["value"] is not None, (name, pattern)
+
+
+@pytest.mark.parametrize("position", ["fire", "cope"])
+def test_new_encodings_draw_their_offset_figure_and_round_trip_a_checkpoint(position, tmp_path):
+    from stacklab import figures
+    from stacklab.core.export import to_pytorch
+    from stacklab.lab.runs.checkpoint import load_checkpoint, save_checkpoint
+
+    stack = (f'embedding(16, 32)\nattention(2, causal=true, position="{position}", buckets=8)\n'
+             "linear(16)")
+    run = stacklab.train(stack, task="shift", steps=10, seed=0)
+    titles = [f.title for f in figures.run_figures(run)]
+    assert "Attention score by offset" in titles
+    save_checkpoint(tmp_path / "model.safetensors", run.model)
+    back = load_checkpoint(tmp_path / "model.safetensors").model
+    x = torch.randint(0, 16, (3, 16), generator=GEN())
+    run.model.eval(), back.eval()
+    assert torch.allclose(run.model(x), back(x), atol=1e-6)
+    assert f"position={position!r}" in to_pytorch(run.network)
