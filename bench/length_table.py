@@ -128,6 +128,41 @@ def averaged(rows: list[dict]) -> list[dict]:
     return table
 
 
+# What each encoding's paper reports for its own setting (quoted from the abstracts and
+# main results; none of them is our setting: a one- or two-layer encoder, 200 steps, T=16).
+PAPERS = {
+    "learned": "Ruoss et al. 2023: a learned table fails past its trained length on their "
+               "15 algorithmic tasks (trained up to 40, tested 41-500).",
+    "learned+randomized": "Ruoss et al. 2023: randomized positions raise accuracy on unseen "
+                          "lengths by 12.0% on average over 15 tasks (up to 43.5%).",
+    "sinusoidal": "Press et al. 2022: sinusoidal positions extrapolate poorly past the "
+                  "trained length (language modelling).",
+    "none (NoPE)": "Kazemnejad et al. 2023: decoder-only NoPE generalizes in length better "
+                   "than RoPE, ALiBi and T5 on copy and addition; NoPE needs a causal mask to "
+                   "know positions at all, and ours has none.",
+    "rope": "Chen et al. 2023: RoPE beyond its trained length fails (perplexity > 10^3 for "
+            "LLaMA) without interpolation.",
+    "rope+randomized": "Ruoss et al. 2023: randomized RoPE among their best encodings.",
+    "rope 25% (partial)": "GPT-NeoX/Pythia use 25% rotary; no length-generalization figure.",
+    "xpos": "Sun et al. 2022: trained at 1024, lower perplexity than RoPE at 2048-4096.",
+    "alibi": "Press et al. 2022: trained at 1024, matches a sinusoidal model trained at 2048.",
+    "relative (T5)": "Press et al. 2022: T5 bias extrapolates, slower than ALiBi.",
+    "kerple": "Chi et al. 2022: trained at 512, lower perplexity than ALiBi up to 16x longer.",
+    "kerple_power": "Chi et al. 2022: the power variant extrapolates less well than log.",
+    "fire": "Li et al. 2023: better length generalization than ALiBi, Kerple and T5 (C4, "
+            "SCROLLS).",
+    "cope": "Golovneva et al. 2024: solves selective copy, counting and Flip-Flop where "
+            "standard encodings fail, and generalizes to longer counts.",
+    "abacus": "McLeish et al. 2024: trained on 20-digit addition, 99% on 100 digits.",
+    "rope + linear scaling": "Chen et al. 2023: interpolation at 2-32x, with about 1,000 "
+                             "steps of fine-tuning (none here).",
+    "rope + ntk scaling": "NTK-aware scaling (bloc97, 2023): longer contexts without "
+                          "fine-tuning at a small perplexity cost.",
+    "rope + yarn scaling": "Peng et al. 2023: LLaMA 2 to 64-128k with 10x fewer fine-tuning "
+                           "tokens; works without fine-tuning at small factors.",
+}
+
+
 def write_html(table: list[dict], path: Path, note: str) -> None:
     def cell(entry, key):
         value = entry[key]
@@ -168,6 +203,29 @@ def build_table(steps: int, seeds, device: str, tasks=TASK_NAMES) -> tuple[list[
     return rows, time.perf_counter() - start
 
 
+def write_markdown(table: list[dict], path: Path, note: str) -> None:
+    """The table as Markdown, one section per task, each row beside what its paper reports."""
+    keys = ("acc@16", "inside@64", "past@32", "past@64")
+    text = lambda v: "—" if v is None else f"{v:.2f}"  # noqa: E731
+    lines = ["<!-- written by bench/length_table.py; rerun it instead of editing -->", "",
+             f"# Length generalization table (trained at T = {T})", "", note, "",
+             "acc@16: held-out accuracy at the trained length; inside@64 and past@64: at "
+             "length 64, over the positions below 16 and from 16 on; past@32: at length 32, "
+             "positions from 16 on. Only the scored positions count (copy: the blanks; "
+             "addition: the answer digits; selective_copy: the 4 query slots, all past 16 at "
+             "lengths 32 and 64). Mean over seeds, (min-max).", ""]
+    for task in TASK_NAMES:
+        lines += [f"## {task}", "", "| encoding | " + " | ".join(keys) + " | the paper reports |",
+                  "|---|" + "---|" * (len(keys) + 1)]
+        for entry in (e for e in table if e["task"] == task):
+            cells = [f"{text(entry[k])} ({text(entry[k + ' min'])}-{text(entry[k + ' max'])})"
+                     if entry[k] is not None else "—" for k in keys]
+            lines.append(f"| {entry['encoding']} | " + " | ".join(cells)
+                         + f" | {PAPERS.get(entry['encoding'], '')} |")
+        lines.append("")
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
@@ -190,6 +248,7 @@ def main() -> int:
             f"{args.device}, {seconds:.0f} s in all (torch threads 1). Each cell is the mean "
             "accuracy over seeds (hover: min–max).")
     write_html(table, args.out / "comparison.html", note)
+    write_markdown(table, args.out / "table.md", note)
     (args.out / "timing.json").write_text(json.dumps(
         {"seconds": round(seconds, 1), "runs": len(rows), "steps": args.steps,
          "seeds": args.seeds, "device": args.device, "torch": torch.__version__,
