@@ -1,6 +1,6 @@
 """The length-generalization table of issue 32 in one command:
 
-    python bench/length_table.py [--steps 300] [--seeds 0-2] [--device cpu] [--out DIR]
+    python bench/length_table.py [--steps 200] [--seeds 0-2] [--workers 3] [--out DIR]
 
 Every encoding x the length tasks (copy, addition, selective_copy) x seeds, each trained
 at T = 16 and evaluated at 2T and 4T: accuracy inside T and past T (the positions past
@@ -14,9 +14,12 @@ docs/length_generalization/).
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import csv
 import html
 import json
+import multiprocessing
+import os
 import statistics
 import time
 from pathlib import Path
@@ -188,19 +191,37 @@ def write_html(table: list[dict], path: Path, note: str) -> None:
     path.write_text("\n".join(parts), encoding="utf-8")
 
 
-def build_table(steps: int, seeds, device: str, tasks=TASK_NAMES) -> tuple[list[dict], float]:
-    """Every row of the table (`train_one` for each task, encoding and seed), printed as it
-    goes, and the seconds it all took."""
-    start, rows = time.perf_counter(), []
-    for task_name in tasks:
-        encodings = list(ENCODINGS) + ([ABACUS] if task_name == "addition" else [])
-        for encoding in encodings:
-            for seed in seeds:
-                rows += train_one(task_name, encoding, seed, steps, device)
-            last = rows[-len(seeds) * (1 + len(SCALINGS) if encoding == "rope" else 1):]
-            print(f"{task_name:15s} {encoding:22s} past@64 {[r['past@64'] for r in last]}  "
-                  f"{time.perf_counter() - start:.0f} s", flush=True)
-    return rows, time.perf_counter() - start
+def _train_group(job: tuple) -> list[dict]:
+    """One task and encoding over the seeds (a worker process's share)."""
+    task_name, encoding, seeds, steps, device = job
+    torch.set_num_threads(1)
+    return [row for seed in seeds for row in train_one(task_name, encoding, seed, steps, device)]
+
+
+def build_table(steps: int, seeds, device: str, tasks=TASK_NAMES, workers: int = 1
+                ) -> tuple[list[dict], float]:
+    """Every row of the table (`train_one` for each task, encoding and seed, on ``workers``
+    processes), printed as each encoding finishes, and the seconds it all took."""
+    start = time.perf_counter()
+    jobs = [(task_name, encoding, list(seeds), steps, device) for task_name in tasks
+            for encoding in list(ENCODINGS) + ([ABACUS] if task_name == "addition" else [])]
+
+    def report(job, rows):
+        print(f"{job[0]:15s} {job[1]:22s} past@64 {[r['past@64'] for r in rows]}  "
+              f"{time.perf_counter() - start:.0f} s", flush=True)
+        return rows
+
+    if workers <= 1:
+        groups = [report(job, _train_group(job)) for job in jobs]
+    else:
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+            futures = {pool.submit(_train_group, job): i for i, job in enumerate(jobs)}
+            groups = [None] * len(jobs)
+            for future in concurrent.futures.as_completed(futures):
+                i = futures[future]
+                groups[i] = report(jobs[i], future.result())
+    return [row for group in groups for row in group], time.perf_counter() - start
 
 
 def write_markdown(table: list[dict], path: Path, note: str) -> None:
@@ -228,30 +249,33 @@ def write_markdown(table: list[dict], path: Path, note: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--seeds", default="0-2")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--tasks", default=",".join(TASK_NAMES))
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--workers", type=int, default=1, help="processes (one torch thread each)")
     args = parser.parse_args()
     low, _, high = args.seeds.partition("-")
     seeds = range(int(low), int(high or low) + 1)
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)
-    rows, seconds = build_table(args.steps, seeds, args.device, args.tasks.split(","))
+    rows, seconds = build_table(args.steps, seeds, args.device, args.tasks.split(","),
+                                args.workers)
     with open(args.out / "results.csv", "w", newline="") as file:
         writer = csv.DictWriter(file, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
     table = averaged(rows)
     note = (f"{len(rows)} rows, {args.steps} steps per run, seeds {args.seeds}, device "
-            f"{args.device}, {seconds:.0f} s in all (torch threads 1). Each cell is the mean "
+            f"{args.device}, {seconds:.0f} s in all ({args.workers} worker processes, one torch thread "
+            f"each, on {os.cpu_count()} shared cores). Each cell is the mean "
             "accuracy over seeds (hover: min–max).")
     write_html(table, args.out / "comparison.html", note)
     write_markdown(table, args.out / "table.md", note)
     (args.out / "timing.json").write_text(json.dumps(
         {"seconds": round(seconds, 1), "runs": len(rows), "steps": args.steps,
-         "seeds": args.seeds, "device": args.device, "torch": torch.__version__,
+         "seeds": args.seeds, "device": args.device, "workers": args.workers, "torch": torch.__version__,
          "table": table}, indent=1))
     print(f"{len(rows)} rows in {seconds:.0f} s -> {args.out}")
     return 0
