@@ -55,6 +55,10 @@ ENCODINGS = {
     "fire": ("", ', position="fire"', {}),
     "cope": ("", ', position="cope"', {}),
 }
+# The columns shown: inside T (at the trained length) and past T at 2T and 4T. The CSV also
+# has inside@64 (positions below 16 of the 64-long sequences), empty for these three tasks:
+# none labels a position below 16 at length 64.
+SHOWN = ("acc@16", "past@32", "past@64")
 ABACUS = "abacus"  # addition only: abacus(...) in place of embedding and pos_embed
 SCALINGS = ("linear", "ntk", "yarn")
 
@@ -175,7 +179,7 @@ def write_html(table: list[dict], path: Path, note: str) -> None:
         return (f'<td style="background: rgb({shade},255,{shade})" title="seeds: '
                 f'{entry[key + " min"]}–{entry[key + " max"]}">{value:.2f}</td>')
 
-    keys = ("acc@16", "inside@64", "past@32", "past@64")
+    keys = SHOWN
     parts = ["<!doctype html><meta charset='utf-8'><title>Length generalization</title>",
              "<style>body{font-family:sans-serif} td,th{padding:2px 8px;text-align:right}"
              " td:nth-child(2){text-align:left}</style>",
@@ -226,13 +230,12 @@ def build_table(steps: int, seeds, device: str, tasks=TASK_NAMES, workers: int =
 
 def write_markdown(table: list[dict], path: Path, note: str) -> None:
     """The table as Markdown, one section per task, each row beside what its paper reports."""
-    keys = ("acc@16", "inside@64", "past@32", "past@64")
+    keys = SHOWN
     text = lambda v: "—" if v is None else f"{v:.2f}"  # noqa: E731
     lines = ["<!-- written by bench/length_table.py; rerun it instead of editing -->", "",
              f"# Length generalization table (trained at T = {T})", "", note, "",
-             "acc@16: held-out accuracy at the trained length; inside@64 and past@64: at "
-             "length 64, over the positions below 16 and from 16 on; past@32: at length 32, "
-             "positions from 16 on. Only the scored positions count (copy: the blanks; "
+             "acc@16: held-out accuracy at the trained length (inside T); past@32 and "
+             "past@64: at lengths 32 and 64, over the positions from 16 on (past T). Only the scored positions count (copy: the blanks; "
              "addition: the answer digits; selective_copy: the 4 query slots, all past 16 at "
              "lengths 32 and 64). Mean over seeds, (min-max).", ""]
     for task in TASK_NAMES:
@@ -247,6 +250,19 @@ def write_markdown(table: list[dict], path: Path, note: str) -> None:
     path.write_text("\n".join(lines), encoding="utf-8")
 
 
+def rewrite(out: Path) -> int:
+    """table.md and comparison.html again from ``out``'s results.csv and timing.json."""
+    rows = list(csv.DictReader(open(out / "results.csv", newline="")))
+    for row in rows:
+        for key in ("acc@16", "acc@32", "acc@64", "inside@64", "past@32", "past@64"):
+            row[key] = float(row[key]) if row[key] else None
+    table = averaged(rows)
+    note = json.loads((out / "timing.json").read_text())["note"]
+    write_html(table, out / "comparison.html", note)
+    write_markdown(table, out / "table.md", note)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
@@ -255,7 +271,11 @@ def main() -> int:
     parser.add_argument("--tasks", default=",".join(TASK_NAMES))
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--workers", type=int, default=1, help="processes (one torch thread each)")
+    parser.add_argument("--rewrite", action="store_true",
+                        help="only rewrite table.md and comparison.html from --out's results.csv")
     args = parser.parse_args()
+    if args.rewrite:
+        return rewrite(args.out)
     low, _, high = args.seeds.partition("-")
     seeds = range(int(low), int(high or low) + 1)
     torch.set_num_threads(1)
@@ -275,7 +295,8 @@ def main() -> int:
     write_markdown(table, args.out / "table.md", note)
     (args.out / "timing.json").write_text(json.dumps(
         {"seconds": round(seconds, 1), "runs": len(rows), "steps": args.steps,
-         "seeds": args.seeds, "device": args.device, "workers": args.workers, "torch": torch.__version__,
+         "seeds": args.seeds, "device": args.device, "workers": args.workers, "note": note,
+         "torch": torch.__version__,
          "table": table}, indent=1))
     print(f"{len(rows)} rows in {seconds:.0f} s -> {args.out}")
     return 0
