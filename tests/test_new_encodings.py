@@ -372,3 +372,24 @@ def test_new_encodings_draw_their_offset_figure_and_round_trip_a_checkpoint(posi
     run.model.eval(), back.eval()
     assert torch.allclose(run.model(x), back(x), atol=1e-6)
     assert f"position={position!r}" in to_pytorch(run.network)
+
+
+def test_the_length_table_builds_every_stack_and_rows_for_each_scaling():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
+    import length_table
+
+    for task in length_table.TASK_NAMES:
+        for encoding in [*length_table.ENCODINGS, length_table.ABACUS]:
+            if encoding == length_table.ABACUS and task != "addition":
+                continue
+            network = resolve(length_table.stack_for(task, encoding), ["B", 64],
+                              input_dtype="int64")  # every stack takes 4T
+            assert network.output_shape[-1] == TASKS[task].n_classes(64)
+    rows = length_table.train_one("copy", "rope", 0, 2, "cpu")
+    assert [row["rope_scaling"] for row in rows] == ["none", "linear", "ntk", "yarn"]
+    assert all(0 <= row["past@64"] <= 1 and row["inside@64"] is None for row in rows)
+    table = length_table.averaged(rows)
+    assert [entry["encoding"] for entry in table][1] == "rope + linear scaling"
