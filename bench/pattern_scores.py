@@ -22,9 +22,17 @@ FLOORS = {"reverse": 0.5, "shift": 0.5, "lookback": 0.4, "modular": 0.5, "sort":
           "position": 0.9, "induction": 0.6, "repeat": 0.15}
 
 
-def measure() -> dict:
+# The length tasks of issue 32 (no target accuracy: their presets train every step, 600-800
+# of them) are measured by bench/length_table.py and `measure(LENGTH_TASKS)`, not by the
+# test suite's floors.
+LENGTH_TASKS = ("addition", "copy", "selective_copy")
+assert set(TASKS) == set(FLOORS) | set(LENGTH_TASKS), "a task without a floor"
+
+
+def measure(names=tuple(FLOORS)) -> dict:
     found = {}
-    for name, task in TASKS.items():
+    for name in names:
+        task = TASKS[name]
         runs = []
         for seed in SEEDS:
             run = stacklab.train(task=name, seed=seed)
@@ -35,7 +43,7 @@ def measure() -> dict:
         found[name] = {"score": task.pattern_score, "T": task.default_seq_len, "runs": runs,
                        "min": min(values), "max": max(values),
                        "init_max": max(r["init"] for r in runs),
-                       "meets_floor": min(values) >= FLOORS[name]}
+                       "meets_floor": min(values) >= FLOORS.get(name, -1.0)}
     return found
 
 
@@ -48,7 +56,9 @@ def table(found: dict) -> str:
 
 
 if __name__ == "__main__":
-    result = measure()
-    (Path(__file__).parent / "pattern_scores.json").write_text(json.dumps(result, indent=2) + "\n")
+    length = sys.argv[1:] == ["length"]  # `python bench/pattern_scores.py length`
+    result = measure(LENGTH_TASKS if length else tuple(FLOORS))
+    name = "pattern_scores_length.json" if length else "pattern_scores.json"
+    (Path(__file__).parent / name).write_text(json.dumps(result, indent=2) + "\n")
     print(table(result))
     sys.exit(0 if all(row["meets_floor"] for row in result.values()) else 1)

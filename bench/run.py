@@ -351,7 +351,8 @@ def bench_tasks() -> dict:
     from stacklab.lab.train.trainer import train
 
     out = {}
-    for name in TASKS:
+    # the length tasks (no target accuracy) are measured by bench/length_table.py instead
+    for name in (name for name, task in TASKS.items() if task.target_accuracy is not None):
         times, steps = [], []
         for seed in range(3):
             run = train(task=name, seed=seed, target_accuracy=0.99, device="cpu")
@@ -361,6 +362,66 @@ def bench_tasks() -> dict:
         out[name] = {"median_seconds": statistics.median(times), "max_seconds": max(times),
                      "steps": steps}
     out["targets"] = {"all_under_5s": all(r["max_seconds"] < 5 for r in out.values())}
+    return out
+
+
+# ---------------------------------------------------------------- encodings
+
+ENCODING_STACK = ('embedding(16, 64)\n{table}attention(4, causal=true{position})\nlayer_norm()\n'
+                  'linear(128)\nrelu()\nlinear(16)')
+ENCODING_LIMITS = {"cope": 2.5}  # CoPE computes a gate per query and key: allowed 2.5x
+LENGTH_TABLE = Path(__file__).parent.parent / "docs" / "length_generalization" / "timing.json"
+
+
+def bench_encodings() -> dict:
+    """One training step of each position encoding of issue 32 on the same stack (the
+    shift task's, causal, B=64, T=16), interleaved with the same stack on RoPE: each
+    encoding's step time over RoPE's (target 1.5x, CoPE 2.5x). Randomized positions are
+    RoPE trained with its positions drawn per batch (the draw included); the length
+    table's recorded time (bench/length_table.py) against its 15 minutes."""
+    from stacklab.lab.tasks import IGNORE, TASKS
+    from stacklab.ops.position_settings import positions_at, random_positions
+
+    task, T, B = TASKS["shift"], 16, 64
+    x, y = task.batch(B, T, torch.Generator().manual_seed(0))
+    variants = {"rope": ("", ', position="rope"'), "rope_partial": ("", ', position="rope", rotary=0.25'),
+                "xpos": ("", ', position="xpos"'), "alibi": ("", ', position="alibi"'),
+                "relative": ("", ', position="relative"'), "kerple": ("", ', position="kerple"'),
+                "kerple_power": ("", ', position="kerple_power"'), "fire": ("", ', position="fire"'),
+                "cope": ("", ', position="cope"'), "learned_randomized": ("pos_embed(64)\n", ""),
+                "rope_randomized": ("", ', position="rope"')}
+    generator = torch.Generator().manual_seed(0)
+
+    def stepper(name, table, position):
+        model = stacklab.resolve(ENCODING_STACK.format(table=table, position=position),
+                                 ["B", T], input_dtype="int64").build(seed=0)
+        model.set_value_checks(False)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        randomized = name.endswith("randomized")
+
+        def step():
+            where = random_positions(T, 64, generator) if randomized else None
+            with positions_at(model, where):
+                logits = model(x)
+            loss = nn.functional.cross_entropy(logits.reshape(-1, 16), y.reshape(-1),
+                                               ignore_index=IGNORE)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+        return step
+
+    samples = interleaved({name: stepper(name, *v) for name, v in variants.items()},
+                          reps=11, inner=10)
+    out = {name: {"ms": statistics.median(samples[name]) * 1e3,
+                  "over_rope": median_ratio(samples, name, "rope")} for name in variants}
+    targets = {f"{name}_within_{ENCODING_LIMITS.get(name, 1.5)}x_of_rope":
+               out[name]["over_rope"] <= ENCODING_LIMITS.get(name, 1.5)
+               for name in variants if name != "rope"}
+    if LENGTH_TABLE.exists():
+        recorded = json.loads(LENGTH_TABLE.read_text())
+        out["length_table_seconds"] = recorded["seconds"]
+        targets["length_table_within_15_minutes"] = recorded["seconds"] <= 900
+    out["targets"] = targets
     return out
 
 
@@ -404,7 +465,7 @@ def bench_app() -> dict:
 SECTIONS = {"pos_embed": bench_pos_embed, "resolve": bench_resolve,
             "resolve_branching": bench_resolve_branching, "train_step": bench_train_step,
             "train_step_induction": bench_train_step_induction, "tasks": bench_tasks,
-            "app": bench_app}
+            "encodings": bench_encodings, "app": bench_app}
 
 
 def print_tables(results: dict) -> None:
@@ -457,6 +518,15 @@ def print_tables(results: dict) -> None:
             if name != "targets":
                 print(f"{name:10} {row['median_seconds']:9.2f} {row['max_seconds']:7.2f}  {row['steps']}")
         print("targets:", results["tasks"]["targets"])
+    if "encodings" in results:
+        r = results["encodings"]
+        print("\ntraining step of each encoding over RoPE's (shift stack, B=64, T=16; median of 11)")
+        for name, row in r.items():
+            if isinstance(row, dict) and name != "targets":
+                print(f"{name:20} {row['ms']:8.3f} ms  {row['over_rope']:5.2f}x")
+        if "length_table_seconds" in r:
+            print(f"length table (bench/length_table.py, recorded): {r['length_table_seconds']:.0f} s")
+        print("targets:", r["targets"])
     if "app" in results:
         r = results["app"]
         print(f"\napp: Build edit server time median {r['build_edit_ms']['median']:.1f} ms, "

@@ -43,7 +43,7 @@ def test_minimum_catalog_is_registered_with_identities():
 
 def test_port_names():
     for spec in OPS:
-        expected_in = "ids" if spec.name == "embedding" else "x"
+        expected_in = "ids" if spec.inputs[0].dtype == "index" else "x"  # token ids
         # an op that reads other nodes (SPEC §18) has one input port per reference argument
         expected = [arg.name for arg in spec.references] or [expected_in]
         assert [p.name for p in spec.inputs] == expected

@@ -39,7 +39,8 @@ def test_task_rules():
     assert TASKS["position"].rule(x).tolist() == [[0, 1, 2, 3]]
 
 
-@pytest.mark.parametrize("name", sorted(TASKS))
+# the length tasks (issue 32) have no target accuracy: bench/length_table.py measures them
+@pytest.mark.parametrize("name", sorted(n for n, t in TASKS.items() if t.target_accuracy))
 def test_every_preset_reaches_99_percent_held_out(name):
     run = train(task=name, target_accuracy=0.99)
     assert run.status == "finished"

@@ -26,6 +26,7 @@ from typing import Callable
 from ..core.build import DEVICES, available_devices
 from ..core.errors import StackError, choice_problem, shown
 from ..core.shapes import COMPUTE_DTYPES
+from ..ops.rotary import SCALINGS
 from .tasks import TASKS, get_task
 
 _ROW = "stacklab.setting"  # the metadata key of a field's `Setting` row
@@ -236,6 +237,19 @@ class TrainConfig:
         help="after training, held-out accuracy at each of these sequence lengths, e.g. "
              "16,32,64 (length generalization; a length past a table's max_len is reported "
              "as such)")
+    random_positions: int | None = setting(
+        int, label="Randomized positions up to", metavar="N", low=1, high=65_536,
+        classroom=(1, 4096), optional=True,
+        help="train with each batch's positions a sorted random subset of 0..N-1 (Ruoss et "
+             "al. 2023), so the positions past T are trained too; empty or none: 0..T-1")
+    rope_scaling: str = setting(
+        str, "none", label="RoPE scaling at evaluation", choices=SCALINGS,
+        help="how rope and xpos stretch their rotations at the eval_lengths: linear "
+             "(position interpolation), ntk (base scaling) or yarn")
+    rope_factor: float | None = setting(
+        float, label="RoPE scaling factor", low=1.0, high=1024.0, classroom=(1.0, 1024.0),
+        optional=True, step=0.5,
+        help="the stretch of rope_scaling; empty or none: each evaluated length over T")
 
     def __post_init__(self):
         # a list setting given as Python values is kept as a tuple (a config is hashable);

@@ -23,6 +23,7 @@ from typing import Callable
 import torch
 
 from ..core.errors import StackError
+from . import length_tasks as lengths
 
 IGNORE = -100  # the label of a position left out of the loss and the accuracy (torch's default)
 EVAL_SEED = 1234  # the held-out set is drawn from its own generator, never from training's
@@ -205,6 +206,8 @@ ONE_LAYER = TWO_LAYERS.replace("attention(4, causal=true)\n", "", 1)
 # What `induction` and `repeat` share: the labels, the sizes, the head-score figure. Their
 # presets reach 99% on the labelled positions (seeds 0-2): induction by step 150, repeat by
 # step 325.
+# Two attention layers (no mask) and an MLP: addition's carries need more than one look.
+DEEP_MIXER = MIXER.replace("attention(4)\n", "attention(4)\nattention(4)\n")
 COPIES = dict(vocab=PAD + 1, rule=_next_in_copy, default_seq_len=16,
               classes_for=lambda vocab, T: vocab - 1, mixing=True,
               target_accuracy=0.99, pattern_figure="head_scores", copy_lengths=copy_lengths)
@@ -345,6 +348,72 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         partner=_copy_partner,
         inputs=_copies(fixed=True),
         **COPIES,
+    ),
+    Task(
+        name="addition",
+        vocab=14,
+        description=("Add two n-digit numbers written lowest digit first, n = (T-3)/3: "
+                     "'a + b =' then n+1 answer slots ('?'); each slot's label is that digit "
+                     "of the sum, the other positions are not scored. Trained on 4 digits "
+                     "(T = 16), evaluated on 9 and 20 (T = 32, 64)."),
+        pattern=("Answer digit i adds column i: attention by position alone from the i-th "
+                 "answer slot to a's i-th digit (and b's), a line parallel to the diagonal "
+                 "2n+2 places back. A learned table ties the column to absolute rows, so "
+                 "longer numbers fail; Abacus (an abacus op instead of embedding and "
+                 "pos_embed) gives each digit its place in its number instead."),
+        preset_template=DEEP_MIXER,
+        rule=lengths.addition_rule,
+        inputs=lengths.addition_inputs,
+        default_seq_len=16,
+        classes_for=lambda vocab, T: 10,
+        steps=800,
+        mixing=True,
+        target_accuracy=None,
+        pattern_figure="attention_by_position",
+        pattern_score="partner_attention",
+        partner=lengths.addition_partner,
+    ),
+    Task(
+        name="copy",
+        vocab=lengths.COPY_SYMBOLS + 1,
+        description=("A string of T/2 random symbols, then T/2 blanks: each blank outputs the "
+                     "symbol T/2 places back, so the string comes out again (Ruoss et al.'s "
+                     "duplication); the string's own positions are not scored."),
+        pattern=("Each blank finds the symbol T/2 to its left: attention by position alone "
+                 "shows a line T/2 below the diagonal in the lower half. The offset grows "
+                 "with the length, so no encoding that only knows offsets seen in training "
+                 "copies a longer string."),
+        preset_template=MIXER,
+        rule=lengths.copy_rule,
+        inputs=lengths.copy_inputs,
+        default_seq_len=16,
+        classes_for=lambda vocab, T: vocab,
+        steps=600,
+        mixing=True,
+        target_accuracy=None,
+        pattern_figure="attention_by_position",
+        pattern_score="partner_attention",
+        partner=lengths.copy_partner,
+    ),
+    Task(
+        name="selective_copy",
+        vocab=lengths.QUERY + 1,
+        description=(f"{lengths.SELECT_COUNT} tokens (1-8) at random places among noise (0), "
+                     f"then {lengths.SELECT_COUNT} query slots: query slot i outputs the i-th "
+                     "token in order. Which tokens count depends on the content, not on where "
+                     "they are: the task of contextual positions (CoPE)."),
+        pattern=("No fixed offset finds the tokens, so attention must count them: the i-th "
+                 "query looks for the token with i tokens before it. The position table "
+                 "only orders positions: nearer rows alike (distance_rank)."),
+        preset_template=MIXER,
+        rule=lengths.selective_copy_rule,
+        inputs=lengths.selective_copy_inputs,
+        default_seq_len=16,
+        classes_for=lambda vocab, T: vocab - 1,
+        steps=600,
+        mixing=True,
+        target_accuracy=None,
+        pattern_score="distance_rank",
     ),
 )}
 

@@ -21,6 +21,7 @@ class PosEmbed(nn.Module):
     def __init__(self, max_len: int, dim: int, dtype: torch.dtype = torch.float32):
         super().__init__()
         self.max_len = max_len
+        self.positions: torch.Tensor | None = None  # (T,) rows to use instead of 0..T-1
         self.weight = nn.Parameter(torch.empty(max_len, dim, dtype=dtype))
         nn.init.normal_(self.weight, mean=0.0, std=self.init_std)
 
@@ -34,6 +35,8 @@ class PosEmbed(nn.Module):
                 hint=f"use pos_embed({T}) or more, or feed sequences of at most {self.max_len}",
             )
         rows = self.weight[:T]  # (T, D): a view, so rows >= T get no gradient at all
+        if self.positions is not None and self.positions.shape[0] == T:
+            rows = self.weight[self.positions.to(self.weight.device)]  # randomized positions
         if rows.dtype != x.dtype:
             rows = rows.to(x.dtype)
         return x + rows  # (T, D) broadcasts over B

@@ -33,6 +33,7 @@ class SinPos(nn.Module):
     def __init__(self, max_len: int):
         super().__init__()
         self.max_len = max_len
+        self.positions: torch.Tensor | None = None  # (T,) rows to use instead of 0..T-1
         self._table: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, D) -> (B, T, D)
@@ -41,6 +42,10 @@ class SinPos(nn.Module):
             raise StackError(
                 "E_CONSTRAINT", f"the sequence has T={T} positions but max_len={self.max_len}",
                 op="sin_pos", hint=f"use sin_pos({T}) or more, or feed shorter sequences")
+        if self.positions is not None and self.positions.shape[0] == T:  # randomized positions
+            rows = int(self.positions.max()) + 1
+            return x + sinusoidal_table(rows, D, dtype=x.dtype, device=x.device)[
+                self.positions.to(x.device)]
         table = self._table
         if table is None or table.shape != (T, D) or table.dtype != x.dtype or table.device != x.device:
             table = self._table = sinusoidal_table(T, D, dtype=x.dtype, device=x.device)

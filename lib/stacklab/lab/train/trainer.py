@@ -29,6 +29,7 @@ from torch import nn
 
 from ...core.build import StackModule
 from ...core.errors import StackError
+from ...ops.position_settings import positions_at, random_positions, rope_scaled
 from ..measure.lengths import length_generalization
 from ..settings import TrainConfig
 from ..tasks import IGNORE
@@ -168,7 +169,10 @@ class Trainer:
         config, run = self.config, loop.run
         x, y = self.task.batch(config.batch_size, config.seq_len, loop.generator,
                                self.device)  # (B, T)
-        logits = loop.model(x)  # (B, T, classes)
+        span = config.random_positions  # randomized positions (Ruoss et al.): or 0..T-1
+        where = random_positions(config.seq_len, span, loop.generator) if span else None
+        with positions_at(loop.model, where):
+            logits = loop.model(x)  # (B, T, classes)
         loss = F.cross_entropy(logits.reshape(-1, loop.classes).float(), y.reshape(-1),
                                ignore_index=IGNORE)
         loop.optimizer.zero_grad(set_to_none=True)
@@ -213,7 +217,8 @@ class Trainer:
             run.history.append(self._evaluate(loop.model, loop.eval_x, loop.eval_y, loop.classes,
                                               run.step, config.batch_size))
         if run.status != record.Status.FAILED and config.lengths:
-            run.length_generalization = length_generalization(run, config.lengths)
+            with rope_scaled(loop.model, config.rope_scaling, config.rope_factor, config.seq_len):
+                run.length_generalization = length_generalization(run, config.lengths)
         self._fire("on_end", run)
 
     def _roll_back(self, run: Run, what: str, good: tuple[dict, int]) -> None:
