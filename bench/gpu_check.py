@@ -1,8 +1,7 @@
 """The CUDA path, checked on a real GPU: `python bench/gpu_check.py` (exits 0 when all holds).
 
 Prints, beside the CPU figures: every task's preset trained on cuda (time to 99% held-out
-accuracy), the induction preset (two causal attentions) and a branching stack (SPEC §18's
-pre-LN blocks) each trained a few hundred steps on cuda (finite losses, parameters on the
+accuracy), the induction preset (two causal attentions) and a branching stack (pre-LN blocks) each trained a few hundred steps on cuda (finite losses, parameters on the
 device, steps per second), pos_embed's exact-zero gradient past T on the device, the
 compute dtypes, and how many host syncs a training step makes (torch's sync debug mode
 counts them). Without a CUDA device it says so and exits 0: there is nothing to check.
@@ -23,7 +22,7 @@ import stacklab
 from stacklab.lab.tasks import TASKS
 
 
-# SPEC §18's pre-LN example, sized for the induction task (16 token ids in, 15 classes out)
+# the pre-LN example, sized for the induction task (16 token ids in, 15 classes out)
 PRE_LN = """tok = embedding(16, 32)
 x0 = pos_embed(64)
 layer_norm()

@@ -1,4 +1,4 @@
-"""The lecture-hall load test (SPEC §20): what a student waits for, on the real server.
+"""The lecture-hall load test: what a student waits for, on the real server.
 
     make loadtest                      # the full classes (under 20 minutes on 2 cores)
     LOADTEST_SCALE=0.1 make loadtest   # a tenth of each class (at least 3 students)

@@ -1,4 +1,4 @@
-"""Each task's pattern score (SPEC §15) for its preset, seeds 0-2: the numbers the
+"""Each task's pattern score for its preset, seeds 0-2: the numbers the
 README's task table quotes.
 
     .venv/bin/python bench/pattern_scores.py     # about a minute; writes bench/pattern_scores.json

@@ -1,4 +1,4 @@
-"""What one request costs the server (SPEC §20's profile of a poll), on the real server
+"""What one request costs the server (the profile of a poll), on the real server
 with the agent API on: the server process's CPU (all its threads, not the worker
 processes that train) per request, for
 

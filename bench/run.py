@@ -180,7 +180,7 @@ def bench_resolve() -> dict:
 
 
 def branching_stack_of(n_lines: int) -> str:
-    """A branching stack of ``n_lines`` lines: pre-LN blocks (SPEC §18) with unique names,
+    """A branching stack of ``n_lines`` lines: pre-LN blocks with unique names,
     ``x + attn(ln(x))`` then ``+ mlp(ln(.))``, cut at ``n_lines`` (the last line is the output,
     so every other node is read)."""
     lines = ["tok = embedding(500, 64)", "x0 = pos_embed(4096)"]

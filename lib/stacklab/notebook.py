@@ -1,4 +1,4 @@
-"""stacklab in Jupyter (SPEC §17): live training and an interactive lab.
+"""stacklab in Jupyter: live training and an interactive lab.
 
     import stacklab
     run = stacklab.train(task="reverse", live=True)   # a progress bar, figures redrawn live

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class Network:
     """A stack resolved for one input shape; build it with `build`.
 
-    ``str(network)`` is the report of SPEC §5; `to_dict`, `dataframe` and
+    ``str(network)`` is the network report; `to_dict`, `dataframe` and
     ``_repr_html_`` give the same content for programs, pandas and notebooks.
     """
 
@@ -34,7 +34,7 @@ class Network:
     param_bytes: int
 
     def table(self) -> str:
-        """The text report, byte for byte as in SPEC §5 (no trailing newline)."""
+        """The text report, byte for byte (no trailing newline)."""
         from . import report  # the report and the builder read a Network: imported where used
 
         return report.network_table(self)

@@ -18,7 +18,7 @@ def is_branching(network: Network) -> bool:
 
 
 def columns(network: Network) -> tuple[str, ...]:
-    """The report's columns: a branching network's gain ``inputs`` last (SPEC §18)."""
+    """The report's columns: a branching network's gain ``inputs`` last."""
     return (*COLUMNS, INPUTS_COLUMN) if is_branching(network) else COLUMNS
 
 

@@ -1,4 +1,4 @@
-r"""Run keys: a run's identity is a hash of everything that decides its result (SPEC §12).
+r"""Run keys: a run's identity is a hash of everything that decides its result.
 
 Comments and layout of the stack do not count (the key hashes the stack as the resolver
 sees it), every setting of the settings table does, and so do the kind of device and the

@@ -6,7 +6,7 @@ output ``[B, T, n_classes]`` scores. Some tasks can be solved at each position o
 (``modular``, ``position``): the position table must say *where* a token is. Others need
 positions to look at each other (``reverse``, ``shift``, ``sort``): attention must find
 the right partner, and the position table is how it tells positions apart. ``induction``
-and ``repeat`` (SPEC §19) label only the positions whose next token can be known; the
+and ``repeat`` label only the positions whose next token can be known; the
 others carry `IGNORE`, which the loss and the accuracy leave out.
 
 >>> task = TASKS["reverse"]
@@ -52,7 +52,7 @@ class Task:
     # The key of the run figure (`stacklab.lab.figures.FIGURES`) where the pattern shows:
     # the Train page draws it as it forms.
     pattern_figure: str = "cosine"
-    # The task's own pattern score (SPEC §15; `stacklab.lab.measure.score_maths`): partner_attention,
+    # The task's own pattern score : partner_attention,
     # period_contrast, distance_rank or rows_decoded.
     pattern_score: str = "distance_rank"
     # For partner_attention: the position each position t must find, for length T (None:
@@ -63,7 +63,7 @@ class Task:
     length_note: str | None = None
     # The inputs, when they are not uniform random tokens: (batch, T, generator) -> x (B, T).
     inputs: Callable[[int, int, torch.Generator], torch.Tensor] | None = None
-    # For a task whose sequences repeat (SPEC §19): each sequence's copy length L, from its
+    # For a task whose sequences repeat: each sequence's copy length L, from its
     # ids x (B, T) -> (B,); the second copy is at positions L..2L-1.
     copy_lengths: Callable[[torch.Tensor], torch.Tensor] | None = None
 

@@ -15,7 +15,7 @@ class Add(nn.Module):
         return a + b
 
 
-# SPEC §18: a pre-LN transformer block, attention and MLP each around a residual stream.
+# A pre-LN transformer block, attention and MLP each around a residual stream.
 PRE_LN_BLOCK = """tok = embedding(32, 32)
 x0 = pos_embed(64)
 layer_norm()
@@ -58,7 +58,7 @@ SPEC = register(OpSpec(
     examples=(
         Example("A residual connection around an MLP: x + linear(gelu(linear(x))).",
                 "x = linear(16)\nlinear(64)\ngelu()\nm = linear(16)\nadd(x, m)", ("B", 12, 8)),
-        Example("A pre-LN transformer block (SPEC §18): the report gains an `inputs` column "
+        Example("A pre-LN transformer block: the report gains an `inputs` column "
                 "naming what each row reads.", PRE_LN_BLOCK, ("B", 64), "int64"),
     ),
     error_examples=(

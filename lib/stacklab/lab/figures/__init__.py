@@ -1,4 +1,4 @@
-"""Plotly figures of what a position table learned (SPEC §9), for notebooks, the app and reports.
+"""Plotly figures of what a position table learned, for notebooks, the app and reports.
 
 Every function returns a `plotly.graph_objects.Figure` built from plain tensors or a `Run`;
 nothing here imports streamlit, so the same figures show in Jupyter (``fig.show()``), in the

@@ -1,4 +1,4 @@
-"""Figures of every head of every attention (SPEC §19): each head's attention on one
+"""Figures of every head of every attention: each head's attention on one
 held-out sequence, a grid of layers by heads (`heads_attention_grid`), and each head score
 as a layer × head heatmap, trained beside init (`head_scores_heatmaps`).
 

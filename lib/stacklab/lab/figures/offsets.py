@@ -1,4 +1,4 @@
-"""Figures of real models' positions (SPEC §23): what an offset alone gives a query–key
+"""Figures of real models' positions: what an offset alone gives a query–key
 pair in a rotary or ALiBi model (a real config's or a stacklab run's, side by side), the
 cosine heatmap of every row at full resolution (on demand: the catalog's is zoomed), and
 the share of variance the top principal components explain (GPT-2's helix)."""

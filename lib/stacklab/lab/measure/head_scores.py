@@ -1,11 +1,11 @@
-"""Every attention, every head (SPEC §19): the real attention weights of each head of each
+"""Every attention, every head: the real attention weights of each head of each
 attention node on held-out sequences (token content included), and three scores per head:
 
 - ``previous_token``: the mean weight from position t to t-1 (t = 1..T-1);
 - ``induction``, for a task whose sequences repeat (`Task.copy_lengths`): the mean weight
   from each position t of the second copy (t = L..2L-1) to t-L+1, the token after the
   first occurrence of the current one;
-- ``partner``, for a task with partners (`Task.partner`, SPEC §15): the mean weight from t
+- ``partner``, for a task with partners (`Task.partner`): the mean weight from t
   to its partner.
 
 Each is declared once in `HEAD_SCORES` (its label, its definition, what the task needs and
@@ -179,7 +179,7 @@ def _per_head(sums: dict[str, list]) -> list[dict]:
 
 
 def head_scores(run) -> dict[str, dict]:
-    """The ``attention`` block of ``metrics.json`` (SPEC §19): every head of every attention
+    """The ``attention`` block of ``metrics.json``: every head of every attention
     node, trained and at init (`Run.initial_head_scores`):
     ``{node: {"layer": i, "heads": [{score: {"value": x, "init": y}}]}}``."""
     now = model_head_scores(run.model, run.task, run.config.seq_len, head_sequences(run.config),

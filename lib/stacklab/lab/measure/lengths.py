@@ -1,6 +1,6 @@
 """A trained run at other sequence lengths: the length probe (accuracy per position past
 the trained length, trained and with the tables at init) and length generalization
-(SPEC §16: held-out accuracy at each length of ``eval_lengths``).
+(held-out accuracy at each length of ``eval_lengths``).
 
 Both serve the longer input with the same module, its stack re-resolved for the length
 (`run_at_length`), and evaluate in chunks of the training batch (no more memory than a
@@ -88,8 +88,8 @@ def length_probe(run, probe_len: int | None = None, size: int = 512) -> LengthPr
 
 
 def length_generalization(run, lengths, size: int = 512) -> dict[str, dict]:
-    """Held-out accuracy of ``run``'s model on sequences of each length in ``lengths``
-    (SPEC §16): ``{"32": {"accuracy": x, "per_position": [...]}}``. A length the stack
+    """Held-out accuracy of ``run``'s model on sequences of each length in ``lengths``:
+    ``{"32": {"accuracy": x, "per_position": [...]}}``. A length the stack
     cannot take (past a table's ``max_len``, or a stack whose shapes need the trained
     length) gets ``{"error": why}`` instead; a task whose labels change with the length
     adds its ``note``. The model comes back as it was."""

@@ -1,4 +1,4 @@
-"""Every score of a run (SPEC §14-15), gathered from the score maths (`stacklab.lab.measure.score_maths`)
+"""Every score of a run, gathered from the score maths (`stacklab.lab.measure.score_maths`)
 and the probes (`stacklab.lab.measure.probes`): the rows' own scores, the symmetry of the
 attention's query-key logits, the task's pattern score, trained and at init, as JSON
 takes them (rounded, nan as None), with the reason of every score a stack cannot give.
@@ -55,7 +55,7 @@ HEADS = "every head on held-out sequences"
 
 @dataclass(frozen=True)
 class PatternScore:
-    """A task's pattern score (SPEC §15; `Task.pattern_score` names one), declared once:
+    """A task's pattern score (`Task.pattern_score` names one), declared once:
     its label and definition, what it reads (`ROWS`, `ROWS_THROUGH_STACK`, `ATTENTION`,
     `HEADS`), the head score it is the largest of (for a stack without a table), and how
     it is measured: ``measure(task, model, node, T, rows [T, D])``."""
@@ -112,7 +112,7 @@ def pattern_needs(task) -> str:
 
 
 def pattern_score(task, model, node: str, T: int) -> float | None:
-    """The task's pattern score (SPEC §15) of ``node``'s first T rows in ``model``. Raises
+    """The task's pattern score of ``node``'s first T rows in ``model``. Raises
     `StackError` with the reason when the model cannot give it (no attention after the
     table, or a path the rows cannot pass)."""
     rows = model.get_submodule(node).weight[:T].detach().float().cpu()
@@ -141,7 +141,7 @@ def model_scores(model, node: str, T: int, task) -> dict:
 
 
 def position_table_scores(run) -> dict[str, dict]:
-    """Every score of every position table of ``run``, trained and at init (SPEC §14):
+    """Every score of every position table of ``run``, trained and at init:
     ``{node: {score: {"value", "init"}, "pattern": {"name", "value", "init"}}}``, with
     ``"skipped": {score: reason}`` for scores the stack cannot give. `Run.position_table_scores`
     keeps them for the step."""

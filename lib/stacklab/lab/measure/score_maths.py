@@ -1,4 +1,4 @@
-"""Scores of a position table (SPEC §14-15): every picture has a number.
+"""Scores of a position table: every picture has a number.
 
 Each function takes the trained rows ``P`` of a table (``[T, D]``, rows ``0..T-1``) or a
 ``[T, T]`` matrix computed from them, and returns plain floats, so the same numbers come

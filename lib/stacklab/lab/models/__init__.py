@@ -1,4 +1,4 @@
-"""Real models' positions (SPEC §23): the position table of a real checkpoint, read lazily
+"""Real models' positions: the position table of a real checkpoint, read lazily
 from a ``.safetensors`` file of any size, a Hugging Face model folder (sharded or not), the
 local Hugging Face cache (offline) or the Hub (``hf://org/name``, by HTTP range requests);
 and, for models whose positions are not a table (rotary, ALiBi), what an offset alone

@@ -1,4 +1,4 @@
-"""Runs side by side (SPEC §16): their settings and scores in one table, and the same
+"""Runs side by side: their settings and scores in one table, and the same
 figures aligned, for `stacklab compare`, `stacklab sweep` and the app's Compare page.
 
 A run here is a `StoredRun` (a folder of the run store, or one written by ``stacklab
@@ -244,7 +244,7 @@ def _number(value, digits: int = 2) -> str:
 
 
 def _pattern_of_heads(metrics: dict, score: str) -> dict | None:
-    """The pattern score ``score`` as the largest of every head's (SPEC §19: induction's),
+    """The pattern score ``score`` as the largest of every head's ,
     or None when no head has that score."""
     heads = [head[score] for block in metrics.get("attention", {}).values()
              for head in block["heads"] if score in head]
@@ -253,7 +253,7 @@ def _pattern_of_heads(metrics: dict, score: str) -> dict | None:
 
 
 def best_heads(metrics: dict) -> dict[str, dict]:
-    """The best head of each attention layer by each per-head score (SPEC §19), from
+    """The best head of each attention layer by each per-head score, from
     ``metrics["attention"]``: ``{"layer 2 induction": {"value", "init", "head"}, ...}``."""
     found = {}
     for block in metrics.get("attention", {}).values():

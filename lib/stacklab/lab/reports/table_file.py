@@ -1,4 +1,4 @@
-"""Position tables from elsewhere (SPEC §16): a ``[rows, D]`` table read from a
+"""Position tables from elsewhere: a ``[rows, D]`` table read from a
 ``.safetensors`` file (by key) or a ``.npy`` file (pickle refused), with every figure and
 score that needs only the table.
 
@@ -257,7 +257,7 @@ def tensor_names(data: bytes, name: str) -> list[str]:
 
 
 def table_scores(table: torch.Tensor, rows: int | None = None) -> dict:
-    """Every score that needs only the table (SPEC §14), over its first ``rows`` rows (all,
+    """Every score that needs only the table, over its first ``rows`` rows (all,
     up to `SCORED_ROWS`): the rows' own scores, ``distance_rank`` and the resemblance to
     the sinusoid of the same size."""
     rows = min(rows or table.shape[0], SCORED_ROWS, table.shape[0])

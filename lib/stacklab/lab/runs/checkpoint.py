@@ -43,7 +43,7 @@ class Checkpoint:
 
 
 def run_metadata(run) -> dict[str, object]:
-    """The settings of a training run that a checkpoint records (SPEC §8)."""
+    """The settings of a training run that a checkpoint records."""
     return {"task": run.task.name, "seq_len": run.config.seq_len, "seed": run.config.seed,
             "device": run.device, "steps": run.step, "status": run.status}
 

@@ -1,4 +1,4 @@
-"""The run store (SPEC §12): one folder per run key, so one link trains once.
+"""The run store: one folder per run key, so one link trains once.
 
 The store makes no key: it files a run under the one it carries (`Run.key`, from
 `stacklab.lab.keys.run_key`), 32 hex digits of a hash of everything that decides the

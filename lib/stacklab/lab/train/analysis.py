@@ -62,7 +62,7 @@ class RunAnalysis:
 
     def head_scores(self) -> dict[str, dict]:
         """Every head score of every attention node, trained and at init
-        (`heads.head_scores`; SPEC §19); empty without attention."""
+        (`heads.head_scores`); empty without attention."""
         return self._current("heads", lambda: heads.head_scores(self.run))
 
     def initial_attention_partner(self) -> float | None:

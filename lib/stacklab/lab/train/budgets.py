@@ -1,4 +1,4 @@
-"""What one run may cost, checked before anything is allocated (SPEC §13).
+"""What one run may cost, checked before anything is allocated.
 
 A run is refused with ``E_BUDGET`` (the figure and the limit in the message) when its
 parameters (the resolver's check), one training step's activations, everything the run

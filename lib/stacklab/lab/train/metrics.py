@@ -1,4 +1,4 @@
-"""The ``metrics.json`` record of a run (SPEC §8): its settings' outcome, curves, and every
+"""The ``metrics.json`` record of a run: its settings' outcome, curves, and every
 score of its position tables and attentions, as `RunAnalysis` measured them.
 
 A table longer than `METRICS_ROWS` rows lists its first `METRICS_ROWS` (every trained row

@@ -25,7 +25,7 @@ from .metrics import metrics_record
 
 
 class Status(StrEnum):
-    """The words a run's state is told in, everywhere (SPEC §10)."""
+    """The words a run's state is told in, everywhere."""
 
     QUEUED = "queued"  # waiting for a worker
     RUNNING = "running"
@@ -104,7 +104,7 @@ class Run:
         return self._analysis
 
     def metrics(self) -> dict:
-        """The ``metrics.json`` record (SPEC §8; `stacklab.lab.train.metrics`)."""
+        """The ``metrics.json`` record ."""
         return metrics_record(self)
 
     def position_table_scores(self) -> dict[str, dict]:

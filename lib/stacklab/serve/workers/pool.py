@@ -273,7 +273,7 @@ class JobPool:
 
     def _from_cluster(self, key: str) -> Job | None:
         """On Ray: a job following the run of ``key`` that another app server trains on
-        the cluster (SPEC §20), live at once and never queued here; None when the cluster
+        the cluster, live at once and never queued here; None when the cluster
         has none (or it ended meanwhile: it is then in the store)."""
         follow = RayActor.follow(key, str(self.store.root)) if is_key(key) else None
         if follow is None:

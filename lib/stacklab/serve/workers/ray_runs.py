@@ -1,4 +1,4 @@
-"""Runs on a Ray cluster (SPEC §13, §20): with ``STACKLAB_RAY_ADDRESS`` set (``auto``,
+"""Runs on a Ray cluster: with ``STACKLAB_RAY_ADDRESS`` set (``auto``,
 ``local`` or ``ray://HOST:PORT``), the pool trains each run in a Ray actor named
 ``stacklab-run-<the run key>`` (`actor_name`) instead of a local process.
 
