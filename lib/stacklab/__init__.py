@@ -13,7 +13,8 @@ The package is layered (see ARCHITECTURE.md): `stacklab.core` (language, resolve
 network, build, export), `stacklab.ops` (one file per op), `stacklab.lab` (tasks, trainer,
 analysis, figures, checkpoints) and `stacklab.serve` (links and the worker pool), with the
 command line on top. The names below are the public API; ``from stacklab import analysis,
-figures`` (and ``checkpoint``, ``export``, ``tasks``) gives the lab's modules.
+figures`` (and ``checkpoint``, ``export``, ``tasks``, ``models`` for real models'
+checkpoints, ``lessons``, ``glossary``) gives the lab's modules.
 """
 
 import importlib
@@ -64,7 +65,9 @@ __all__ = [
 # Modules reachable as ``stacklab.<name>`` (loaded on first use: figures needs plotly).
 _MODULES = {"analysis": "stacklab.lab.measure", "figures": "stacklab.lab.figures",
             "checkpoint": "stacklab.lab.runs.checkpoint", "tasks": "stacklab.lab.tasks",
-            "export": "stacklab.core.export", "notebook": "stacklab.notebook"}
+            "export": "stacklab.core.export", "notebook": "stacklab.notebook",
+            "models": "stacklab.lab.models", "lessons": "stacklab.lab.lessons",
+            "glossary": "stacklab.lab.glossary"}
 
 
 def train(source: str | None = None, *, live: bool = False, **settings) -> Run:
