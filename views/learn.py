@@ -127,10 +127,13 @@ def show_outcome(step, job, predicted: str | None) -> None:
 
 
 def show_progress(now) -> None:
+    others = now.watchers - 1
+    shared = (f" — shared with {others} other session{'s' * (others != 1)}: a class on one "
+              "step trains it once" if others > 0 and now.active else "")
     if now.status == Status.QUEUED:
-        st.info(f"Queued: position {now.position} in the queue of the shared workers.")
+        st.info(f"Queued: position {now.position} in the queue of the shared workers{shared}.")
     elif now.status == Status.RUNNING:
-        st.info(f"Running: step {now.step} of {now.steps}.")
+        st.info(f"Running: step {now.step} of {now.steps}{shared}.")
     elif now.status != Status.FINISHED:
         st.error(f"The run {now.status}: {plain(now.error or '', 600)}")
     st.progress(now.progress, text=f"{now.step} / {now.steps} steps")
