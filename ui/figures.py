@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from stacklab import figures
 from ui import glossary
 from ui.markdown import plain
+
+ASSETS = Path(__file__).parent.parent / "assets"  # the app's own pictures
+
+
+def asset(name: str) -> str:
+    """The path of the app's picture ``name`` (under assets/), for ``st.image``."""
+    return str(ASSETS / name)
 
 
 def chart(container, figure, key: str, columns: int = 1) -> None:

@@ -1,8 +1,6 @@
 """Home: what stacklab is, three ways in (Learn, Teach, Build and research), and one button
 that trains `reverse` on the shared pool and shows its anti-diagonal forming."""
 
-from pathlib import Path
-
 import streamlit as st
 
 from stacklab import Status, StackError
@@ -10,7 +8,7 @@ from ui import figures, scripts, session, urls
 from ui.lab import Experiment, available_devices
 from ui.markdown import plain, show_error
 
-PICTURE = str(Path(__file__).parent.parent / "assets" / "reverse_learned.png")
+PICTURE = figures.asset("reverse_learned.png")  # a finished run of reverse, as Train shows it
 state = session.PageState("home", "job", "error")
 
 old_link = urls.page_of_old_link()  # /?stack=... from before Home was the first page
