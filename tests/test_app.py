@@ -572,8 +572,10 @@ def test_a_lesson_step_asks_first_then_runs_and_explains():
     assert "Add a position table" in at.get("progress")[0].proto.text
     assert at.button(key="learn_run").disabled  # predict first
     [predict] = at.radio
-    assert predict.options == ["held-out accuracy below 0.9", "held-out accuracy at least 0.9"]
-    predict.set_value("held-out accuracy below 0.9").run()
+    assert predict.options == ["below 0.9", "at least 0.9"]
+    assert "held-out accuracy" in predict.label
+    at.text_input(key="learn_guess").set_value("it learns now").run()
+    predict.set_value("below 0.9").run()
     at.button(key="learn_run").click().run()
     deadline = time.monotonic() + 120
     while not (at.success or at.warning) and time.monotonic() < deadline:
@@ -583,13 +585,15 @@ def test_a_lesson_step_asks_first_then_runs_and_explains():
     assert "held-out accuracy" in outcome.value and "expected at least 0.9" in outcome.value
     words = texts(at)
     assert "**not this time**" in words and "**Why.**" in words and "Try this next" in words
-    assert [s.value for s in at.subheader] == ["Training curves"] and at.get("plotly_chart")
+    assert "You wrote: *it learns now*" in words
+    assert "**Training curves**" in texts(at) and at.get("plotly_chart")
     assert any(e.label.startswith("Terms: held-out accuracy") for e in at.expander)
     at.button(key="learn_next").click().run()
     assert dict(at.query_params) == {"lesson": "positions", "step": "3"}
     assert at.radio[0].value is None and not at.success  # a new step asks again
     at.button(key="learn_previous").click().run()
-    assert at.radio[0].value == "held-out accuracy below 0.9" and at.success  # kept per step
+    assert at.radio[0].value == "below 0.9" and at.success  # kept per step
+    assert at.text_input(key="learn_guess").value == "it learns now"
 
 
 def test_a_class_on_one_step_trains_its_experiment_once():

@@ -23,7 +23,7 @@ def chart(container, figure, key: str, columns: int = 1) -> None:
     container.plotly_chart(figures.fit_title(figure, figures.column_width(columns)), key=key)
 
 
-def show_figure(container, drawn_figure, key: str) -> None:
+def show_figure(container, drawn_figure, key: str, columns: int = 1) -> None:
     """One figure of a run (a `RunFigure`): title, score, caption in the page's own text
     (readable, not a small grey caption), the glossary's terms it uses, chart."""
     container.subheader(plain(drawn_figure.title, 200))
@@ -31,7 +31,7 @@ def show_figure(container, drawn_figure, key: str) -> None:
         container.markdown(f"**{plain(drawn_figure.score, 300)}**")
     container.markdown(plain(drawn_figure.caption, 1000))
     glossary.show_terms(container, drawn_figure.key, drawn_figure.caption)
-    chart(container, drawn_figure.figure, key)
+    chart(container, drawn_figure.figure, key, columns)
 
 
 def show_figures(drawn, key: str) -> None:

@@ -66,7 +66,8 @@ def live_pattern() -> None:
         return
     now = current.view(owner)
     st.markdown(f"**{run_status(now)}**")
-    st.progress(now.progress)
+    if now.active:
+        st.progress(now.progress)
     if now.pattern is not None:
         score = f" — {plain(now.pattern.score, 200)}" if now.pattern.score else ""
         st.markdown(f"**{plain(now.pattern.title, 200)}** at step "
@@ -95,7 +96,7 @@ words.button("Train reverse now", type="primary", icon=":material/play_arrow:",
              disabled=started is not None and started.active,
              help="Trains the reverse task's preset stack on the server's shared workers "
                   "(a few seconds) and draws its attention by position as it learns")
-words.caption("For the impatient: one click, and the anti-diagonal forms on the right.")
+words.markdown("For the impatient: one click, and the anti-diagonal forms on the right.")
 if "error" in state:
     show_error(state["error"])
 with picture:

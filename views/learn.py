@@ -10,8 +10,8 @@ from ui.lab import (LESSONS, LINK_VALUES, SETTINGS, available_devices, check, pa
                     read_link, step_from_link)
 from ui.markdown import plain, show_error
 
-state = session.PageState("learn", "lesson", "step", "predict", "predictions", "at", "jobs",
-                          "error")
+state = session.PageState("learn", "lesson", "step", "predict", "guess", "predictions", "at",
+                          "jobs", "error")
 LINK_ROWS = tuple(LINK_VALUES[name] for name in urls.LESSON_VALUES)
 
 
@@ -58,10 +58,10 @@ def lesson_list() -> None:
 
 
 def options(step) -> tuple[str, str]:
-    """The two predictions a step's condition allows: the lower outcome, the higher one."""
+    """The two outcomes a step's condition tells apart: the lower one, the higher one."""
     expect = step.expect
     low, high = ("at most", "above") if expect.op == "<=" else ("below", "at least")
-    return (f"{expect.label} {low} {expect.bound:g}", f"{expect.label} {high} {expect.bound:g}")
+    return f"{low} {expect.bound:g}", f"{high} {expect.bound:g}"
 
 
 def came_out_high(step, value: float) -> bool:
@@ -69,18 +69,25 @@ def came_out_high(step, value: float) -> bool:
     return value >= step.expect.bound if step.expect.op == ">=" else value > step.expect.bound
 
 
-def prediction(where: tuple, step) -> str | None:
-    """The learner's prediction for the step ``where`` (lesson id, number): asked before the
-    run, kept per step."""
+def prediction(where: tuple, step) -> tuple[str | None, str]:
+    """The learner's prediction for the step ``where`` (lesson id, number), asked before
+    the run and kept per step: the outcome they expect of the step's number, and their
+    answer to its question in their own words (may be empty)."""
+    kept = (state.get("predictions") or {}).get(where, {})
     if state.get("at") != where:  # another step: its own prediction, or none yet
         state["at"] = where
-        state["predict"] = (state.get("predictions") or {}).get(where)
+        state["predict"], state["guess"] = kept.get("predict"), kept.get("guess", "")
 
     def keep():
-        state["predictions"] = {**(state.get("predictions") or {}), where: state["predict"]}
+        state["predictions"] = {**(state.get("predictions") or {}),
+                                where: {"predict": state["predict"], "guess": state["guess"]}}
 
-    return st.radio(f"**Predict:** {plain(step.question, 400)}", options(step), index=None,
-                    key=state.key("predict"), on_change=keep)
+    st.markdown(f"**Predict.** {plain(step.question, 400)}")
+    guess = st.text_input("Your answer, in your own words", key=state.key("guess"),
+                          on_change=keep, placeholder="optional: what do you expect, and why?")
+    chosen = st.radio(f"And the number: {plain(step.expect.label, 200)} will be", options(step),
+                      index=None, key=state.key("predict"), on_change=keep, horizontal=True)
+    return chosen, guess
 
 
 def run_step(where: tuple, step) -> None:
@@ -100,30 +107,39 @@ def step_job(where: tuple):
     return pool.get(owner, job_id) if job_id is not None else None
 
 
-def show_outcome(step, job, predicted: str | None) -> None:
-    """The run's number (the step's condition, checked), the prediction against it, why,
-    the figure that matters and what to try next."""
+def show_outcome(step, job, predicted: str | None, guess: str) -> None:
+    """The run's number (the step's condition, checked), the prediction against it, why
+    and what to try next, beside the figure that matters."""
     try:
         held, value, sentence = check(step, job.run)
     except StackError as err:
         show_error(err)
         return
+    words, picture = st.columns([2, 3], gap="medium")
     verdict = "the expected outcome held" if held else "the expected outcome did NOT hold"
-    (st.success if held else st.warning)(f"**{plain(sentence, 300)}**: {verdict}.",
-                                         icon=":material/check_circle:" if held else None)
+    (words.success if held else words.warning)(
+        f"**{plain(sentence, 300)}**: {verdict}.",
+        icon=":material/check_circle:" if held else None)
+    if guess.strip():
+        words.markdown(f"You wrote: *{plain(guess, 400)}*")
     if predicted is not None and value is not None:
         right = (predicted == options(step)[1]) == came_out_high(step, value)
-        st.markdown(f"You predicted *{plain(predicted, 200)}*: "
-                    + ("**right**." if right else "**not this time**."))
-    st.markdown(f"**Why.** {plain(step.answer, 1500)}")
+        words.markdown(f"You predicted {plain(step.expect.label, 200)} "
+                       f"*{plain(predicted, 100)}*: "
+                       + ("**right**." if right else "**not this time**."))
+    words.markdown(f"**Why.** {plain(step.answer, 1500)}")
+    words.info(f"**Try this next.** {plain(step.try_next, 800)}", icon=":material/lightbulb:")
     try:
         drawn = next((f for f in job.figures() if f.key == step.figure), None)
     except StackError as err:
         show_error(err)
         drawn = None
-    if drawn is not None:
-        figures.show_figure(st, drawn, f"learn_figure_{job.id}_{step.figure}")
-    st.info(f"**Try this next.** {plain(step.try_next, 800)}", icon=":material/lightbulb:")
+    if drawn is not None:  # the chart first, beside the outcome; its caption under it
+        picture.markdown(f"**{plain(drawn.title, 200)}**"
+                         + (f" — {plain(drawn.score, 300)}" if drawn.score else ""))
+        figures.chart(picture, drawn.figure, f"learn_figure_{job.id}_{step.figure}", columns=2)
+        picture.markdown(plain(drawn.caption, 1000))
+        glossary.show_terms(picture, drawn.key, drawn.caption)
 
 
 def show_progress(now) -> None:
@@ -177,7 +193,7 @@ def step_view(lesson, step, number: int) -> None:
     st.markdown(plain(step.text, 1500))
     with st.expander("The stack this step trains"):
         st.code(step.source, language=None)
-    predicted = prediction(where, step)
+    predicted, guess = prediction(where, step)
     st.button("Run the experiment", type="primary", icon=":material/play_arrow:",
               key="learn_run", disabled=predicted is None, on_click=run_step,
               args=(where, step), help="Predict first: then the run answers your prediction")
@@ -195,7 +211,7 @@ def step_view(lesson, step, number: int) -> None:
         if now.active or now.status != Status.FINISHED:
             show_progress(now)
         elif current.run is not None:
-            show_outcome(step, current, predicted)
+            show_outcome(step, current, predicted, guess)
         if started is not None and started.active and not now.active:
             st.rerun()  # the run ended: draw the outcome, stop polling
 
