@@ -24,8 +24,11 @@ ICON = str(Path(__file__).parent / "assets" / "icon.png")
 
 st.set_page_config(page_title="stacklab", page_icon=ICON, layout="wide")
 
+# Home is the first page; a link made when Build was (``/?stack=...``) opens Build (home.py).
 navigation = st.navigation([
-    st.Page("views/build.py", title="Build", icon=":material/layers:", default=True),
+    st.Page("views/home.py", title="Home", icon=":material/home:", default=True),
+    st.Page("views/learn.py", title="Learn", icon=":material/school:", url_path="learn"),
+    st.Page("views/build.py", title="Build", icon=":material/layers:", url_path="build"),
     st.Page("views/train.py", title="Train", icon=":material/model_training:", url_path="train"),
     st.Page("views/explore.py", title="Explore", icon=":material/insights:", url_path="explore"),
     st.Page("views/compare.py", title="Compare", icon=":material/compare:", url_path="compare"),

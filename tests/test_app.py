@@ -123,7 +123,7 @@ def test_build_live_resolve_and_error_at_its_line():
 
 
 def test_build_presets_layers_and_export():
-    at = app()
+    at = app().switch_page("views/build.py").run()  # Home is the first page
     labels = at.selectbox(key="build_preset").options
     assert any("Reference" in label for label in labels) and any("reverse" in label for label in labels)
     at.selectbox(key="build_preset").select(labels[1]).run()
@@ -315,7 +315,7 @@ def test_hidden_controls_show_their_pinned_values():
 
 
 def test_choosing_a_preset_again_restores_it_and_added_ops_follow_each_other():
-    at = app()
+    at = app().switch_page("views/build.py").run()  # Home is the first page
     labels = at.selectbox(key="build_preset").options
     shift = next(label for label in labels if label.startswith("Task shift"))
     at.selectbox(key="build_preset").select(shift).run()
@@ -522,3 +522,109 @@ def test_an_uploaded_file_is_parsed_once_not_on_every_rerun():
                   "wte": rng.normal(size=(16, 8)).astype("float32")})
     at.file_uploader(key="explore_upload").set_value(("gpt.safetensors", other, "")).run()
     assert at.session_state["explore_upload_names"][1] == ["wpe", "wte"]
+
+
+# --- Home, Learn and the glossary (SPEC §21) ---------------------------------------------
+
+
+def texts(at) -> str:
+    return " ".join(e.value for e in [*at.markdown, *at.info, *at.success, *at.warning,
+                                      *at.error])
+
+
+def test_home_is_the_first_page_and_its_button_trains_reverse_live():
+    at = app()
+    assert not at.exception and at.title[0].value == "stacklab"
+    assert dict(at.query_params) == {}  # Home's address holds no experiment
+    words = texts(at)
+    assert "Learn" in words and "Share with the class" in words and "jupyter lab" in words
+    at.button(key="home_train").click().run()
+    assert at.button(key="home_train").disabled  # one run at a time
+    deadline = time.monotonic() + 120
+    while "Finished in" not in texts(at) and time.monotonic() < deadline:
+        time.sleep(0.3)
+        at.run()
+    assert "Finished in" in texts(at) and "held-out accuracy" in texts(at)
+    assert "Attention by position alone" in texts(at) and at.get("plotly_chart")
+    at.switch_page("views/train.py").run()  # the run is the session's: Train shows it
+    assert "Status: **finished**" in texts(at) and at.query_params["task"] == "reverse"
+
+
+def test_an_old_link_to_the_first_page_opens_build_and_home_stays_reachable():
+    at = app(stack=STEM, input="B,12", input_dtype="int64")
+    assert at.title[0].value == "Build" and at.query_params["stack"] == STEM
+    at.switch_page("views/home.py").run()  # the session's own visit to Home stays there
+    assert at.title[0].value == "stacklab"
+    lesson = app(lesson="positions", step="3")  # a lesson's link at / opens Learn
+    assert lesson.title[0].value == "Learn" and lesson.header[0].value.startswith("Why")
+
+
+def lesson_page(**query) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at.switch_page("views/learn.py").run()
+
+
+def test_a_lesson_step_asks_first_then_runs_and_explains():
+    at = lesson_page(lesson="positions", step="2")
+    assert not at.exception and at.header[0].value == "Why a transformer needs positions"
+    assert "Add a position table" in at.get("progress")[0].proto.text
+    assert at.button(key="learn_run").disabled  # predict first
+    [predict] = at.radio
+    assert predict.options == ["below 0.9", "at least 0.9"]
+    assert "held-out accuracy" in predict.label
+    at.text_input(key="learn_guess").set_value("it learns now").run()
+    predict.set_value("below 0.9").run()
+    at.button(key="learn_run").click().run()
+    deadline = time.monotonic() + 120
+    while not (at.success or at.warning) and time.monotonic() < deadline:
+        time.sleep(0.3)
+        at.run()
+    [outcome] = at.success  # the step's condition, checked on the run: it holds
+    assert "held-out accuracy" in outcome.value and "expected at least 0.9" in outcome.value
+    words = texts(at)
+    assert "**not this time**" in words and "**Why.**" in words and "Try this next" in words
+    assert "You wrote: *it learns now*" in words
+    assert "**Training curves**" in texts(at) and at.get("plotly_chart")
+    assert any(e.label.startswith("Terms: held-out accuracy") for e in at.expander)
+    at.button(key="learn_next").click().run()
+    assert dict(at.query_params) == {"lesson": "positions", "step": "3"}
+    assert at.radio[0].value is None and not at.success  # a new step asks again
+    at.button(key="learn_previous").click().run()
+    assert at.radio[0].value == "below 0.9" and at.success  # kept per step
+    assert at.text_input(key="learn_guess").value == "it learns now"
+
+
+def test_a_class_on_one_step_trains_its_experiment_once():
+    """Two sessions on one lesson step share its run: the pool keeps one job per run key."""
+    first, second = (lesson_page(lesson="table-patterns", step="2") for _ in range(2))
+    for at in (first, second):
+        at.radio[0].set_value(at.radio[0].options[1]).run()
+        at.button(key="learn_run").click().run()
+    jobs = [at.session_state["learn_jobs"][("table-patterns", 2)] for at in (first, second)]
+    assert jobs[0] == jobs[1]
+    second.run()
+    assert "shared with 1 other session" in texts(second)
+
+
+def test_bad_lesson_links_are_reported_and_open_what_they_can():
+    at = lesson_page(lesson="positions", step="9")
+    assert "steps 1 to 3" in at.error[0].value and dict(at.query_params)["step"] == "1"
+    at = lesson_page(lesson="posittions")
+    assert "did you mean positions" in at.warning[0].value
+    assert [b.key for b in at.button if b.key.startswith("learn_start_")][:1] == [
+        "learn_start_positions"]  # the list of lessons
+
+
+def test_the_glossary_is_the_help_of_controls_and_a_section_of_learn():
+    from stacklab.lab.glossary import GLOSSARY
+
+    at = app().switch_page("views/train.py").run()
+    weight_decay = at.number_input(key="train_weight_decay").help
+    assert GLOSSARY["weight decay"].definition in weight_decay
+    assert GLOSSARY["T"].definition in at.number_input(key="train_seq_len").help
+    assert GLOSSARY["T"].definition not in at.number_input(key="train_lr").help
+    learn = lesson_page()
+    section = texts(learn)
+    assert all(term.definition.split(":")[0][:40] in section for term in GLOSSARY.values())

@@ -543,3 +543,29 @@ def test_a_students_browser_contacts_nothing_but_the_app(server, browser):
                       and urlsplit(url).netloc != app})
     assert requests and icons, (requests[:5], icons)
     assert outside == [], outside
+
+
+def test_a_newcomer_trains_reverse_from_home_and_takes_a_lesson_step(server, browser):
+    """Home's one button trains reverse and the anti-diagonal forms on the page; a lesson's
+    link opens its step, which asks for a prediction, runs with one click and shows the
+    figure that matters, its number checked, why, and what to try next."""
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.goto(server)
+    page.get_by_role("button", name="Train reverse now").click()
+    page.get_by_text("Finished in").wait_for(timeout=120_000)
+    page.get_by_text("Attention by position alone").first.wait_for(timeout=30_000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+    assert "?" not in page.url  # Home's address carries no experiment
+    page.goto(f"{server}/learn?lesson=table-patterns&step=1")
+    page.get_by_text("Step 1 of 3").wait_for(timeout=30_000)
+    run = page.get_by_role("button", name="Run the experiment")
+    assert run.is_disabled()  # predict first
+    page.get_by_text("at least 0.6").click()
+    run.click()
+    page.get_by_text("the expected outcome held").wait_for(timeout=120_000)
+    page.get_by_text("Why.").first.wait_for()
+    page.get_by_text("Try this next.").first.wait_for()
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+    assert page.get_by_text("partner attention", exact=False).count() >= 1
+    assert "lesson=table-patterns&step=1" in page.url
+    page.close()

@@ -174,3 +174,27 @@ def test_real_models_notebook_reads_each_layout_and_a_rotary_config(tmp_path):
                      for line in ("no scaling", "llama3 ×8"))
     assert scaled > plain  # the scaling slows the turning of the slow pairs
     assert len([out for out in outputs if PLOTLY in out.get("data", {})]) == 4
+
+
+def test_the_lab_opens_a_lesson_step_trains_it_and_checks_its_claim(tmp_path):
+    from stacklab import StackError
+    from stacklab.lab.lessons import LESSONS
+    from stacklab.lab.runs.store import RunStore
+    from stacklab.notebook import Lab
+
+    step = LESSONS["positions"].steps[0]  # attention without positions stays near chance
+    lab = Lab.lesson("positions", 1, store=RunStore(tmp_path))
+    assert lab.step is step and lab.source == step.source and "pos_embed" not in lab.source
+    assert lab.config().filled() == step.config.filled()  # every control holds the step's
+    assert "step 1 of 3" in lab.widget.children[0].value and step.question in \
+        lab.widget.children[0].value
+    with pytest.raises(StackError, match="no finished run"):
+        lab.check()
+    assert lab.train() is True
+    lab.wait(180)
+    held, value, sentence = lab.check()
+    assert held and value <= 0.3 and "expected at most 0.3" in sentence
+    with pytest.raises(StackError, match="steps 1 to 3"):
+        Lab.lesson("positions", 7)
+    with pytest.raises(StackError, match="not opened on a lesson step"):
+        Lab(task="reverse").check()

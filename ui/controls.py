@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import scripts, session, urls
+from ui import glossary, scripts, session, urls
 from ui.lab import SETTINGS
 from ui.markdown import plain
 
@@ -60,13 +60,15 @@ def value_widget(container, type_: type, help: str, *, options=None, low=None, h
 
 def setting_widget(container, row):
     """The widget of a setting's control and its keyword arguments, from its row of the
-    settings table: its options, its list hint, or its classroom range and step."""
+    settings table: its options, its list hint, or its classroom range and step. Its help
+    is the row's, with the glossary's terms that the setting uses."""
+    help = glossary.control_help(row.help, row.name)
     if row.choices:
-        return value_widget(container, str, row.help, options=row.options())
+        return value_widget(container, str, help, options=row.options())
     if row.items:
-        return value_widget(container, str, row.help, placeholder=row.empty_hint)
+        return value_widget(container, str, help, placeholder=row.empty_hint)
     low, high = row.classroom
-    return value_widget(container, row.type, row.help, low=low, high=high, step=row.step,
+    return value_widget(container, row.type, help, low=low, high=high, step=row.step,
                         placeholder=row.empty_hint)
 
 

@@ -11,6 +11,8 @@ from stacklab.core.language import default_node_name
 from stacklab.core.report import is_branching
 from stacklab.core.resolve import bind_args
 from stacklab.core.shapes import DTYPES
+from stacklab.lab.glossary import GLOSSARY, terms_in, terms_used_in
+from stacklab.lab.lessons import LESSONS, check, step_from_link, step_link
 from stacklab.lab.reports.compare import (MAX_COMPARED, TABLE_NOTE, aligned_rows, column_help,
                                           compared, encoding, length_rows, replaced, table_rows)
 from stacklab.lab.reports.html import report_html
@@ -22,7 +24,7 @@ from stacklab.serve.limits import (MAX_LINK_STACK_CHARS, MAX_STACK_CHARS, PARAM_
 from stacklab.serve.links.changes import (announcement, changed_since, holding,
                                           preset_announcement, stale_note)
 from stacklab.serve.links.experiment import Experiment, Link, presets, read_link, write_link
-from stacklab.serve.links.link_table import parse_compare
+from stacklab.serve.links.link_table import LINK_VALUES, parse_compare, parse_values
 from stacklab.serve.links.share import (ALL_PINS, classroom_link, lan_address, pins_everything,
                                         present_figure, qr_png, share_address)
 from stacklab.serve.workers.pool import JobPool
@@ -36,6 +38,9 @@ __all__ = [
     # Train and Compare
     "MAX_COMPARED", "SETTINGS", "TABLE_NOTE", "aligned_rows", "available_devices", "column_help",
     "compared", "encoding", "length_rows", "parse_compare", "replaced", "table_rows",
+    # Home and Learn: the lessons, their links, the glossary
+    "GLOSSARY", "LESSONS", "LINK_VALUES", "check", "parse_values", "step_from_link", "step_link",
+    "terms_in", "terms_used_in",
     # Explore
     "MAX_UPLOAD_BYTES", "UPLOAD_LIMIT", "explore_table", "read_table", "report_html",
     "tensor_names",

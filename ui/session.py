@@ -116,6 +116,11 @@ def begin(owner_id: str) -> bool:
     return True
 
 
+def begun() -> bool:
+    """Whether this session has its identity (its first page has run)."""
+    return SESSION_ID in st.session_state
+
+
 def owner() -> str:
     return st.session_state[SESSION_ID]
 

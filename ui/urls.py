@@ -10,11 +10,15 @@ from dataclasses import replace
 import streamlit as st
 
 from ui import session
-from ui.lab import MAX_LINK_STACK_CHARS, Experiment, Link, read_link, write_link
+from ui.lab import LINK_VALUES, MAX_LINK_STACK_CHARS, Experiment, Link, read_link, write_link
+
+LESSON_VALUES = ("lesson", "step")  # the Learn page's own values of the link table
 
 
-def start() -> Experiment:
-    """Run at the top of every page: set up the session once, keep the URL in sync."""
+def start(own: dict[str, str] | None = None) -> Experiment:
+    """Run at the top of every page: set up the session once, keep the URL in sync. A page
+    whose address holds only values of its own (Home: none; Learn: its lesson and step)
+    gives them as ``own``: its address is those, never the experiment's."""
     if session.begin(uuid.uuid4().hex):
         link = read_link(st.query_params.to_dict())
         session.set_experiment(link.experiment)
@@ -26,8 +30,29 @@ def start() -> Experiment:
         session.set_compared(link.compare)
         session.set_view(link.view)
         session.set_url_problems(problems)
-    sync_url()
+    if own is None:
+        sync_url()
+    else:
+        show_own(own)
     return session.experiment()
+
+
+def show_own(own: dict[str, str]) -> None:
+    """Make the address exactly ``own``: a page's own values (Learn's lesson and step)."""
+    if st.query_params.to_dict() != own:
+        st.query_params.from_dict(own)
+
+
+def page_of_old_link() -> str | None:
+    """The page a session's first address at ``/`` means when it carries link values: a
+    link made when Build was the first page (``/?stack=...&task=...``, ``run=``,
+    ``compare=``) opens Build, a lesson's (``/?lesson=...``) Learn; None otherwise."""
+    if session.begun():
+        return None  # only a link opened afresh: the session's own pages come back to Home
+    names = set(st.query_params.to_dict())
+    if names & (set(LINK_VALUES) - set(LESSON_VALUES)):
+        return "views/build.py"
+    return "views/learn.py" if "lesson" in names else None
 
 
 def open_run(key: str) -> str | None:

@@ -5,6 +5,8 @@
     lab = stacklab.notebook.Lab(task="shift")         # a panel: stack, settings, Train, Stop
     lab                                               # (shown by the notebook)
     lab.run                                           # the finished Run
+    lab = stacklab.notebook.Lab.lesson("positions", 2)  # a lesson's step, ready to train
+    lab.train(); lab.wait(); lab.check()              # (True, 1.0, 'held-out accuracy ...')
 
 Outside Jupyter `train` is the library's, unchanged. The widgets come from ipywidgets and
 the progress bar from tqdm (``pip install stacklab[notebook]``), imported only here and
@@ -20,6 +22,7 @@ import time
 
 from .core.errors import StackError, annotate
 from .lab.figures import pattern_figure, training_curves
+from .lab.lessons import Step, check, open_step, step_from_link
 from .lab.settings import SETTINGS, TrainConfig
 from .lab.runs.store import STORED_STATUSES, RunStore
 from .lab.tasks import TASKS
@@ -163,6 +166,7 @@ class Lab:
                              hint="choose one of " + ", ".join(TASKS))
         self.store = store or RunStore()
         self.run: Run | None = None
+        self.step: Step | None = None  # the lesson step it was opened on (`Lab.lesson`)
         self.status: str = "ready"
         self.error: StackError | None = None
         self._trainer: Trainer | None = None
@@ -201,6 +205,43 @@ class Lab:
                               self._status, self._figures])
         self._resolve()
         self._show_status()
+
+    @classmethod
+    def lesson(cls, lesson: str, step: int | str = 1, store: RunStore | None = None) -> "Lab":
+        """A Lab opened on ``step`` of ``lesson`` (as ``/learn?lesson=ID&step=N`` opens it in
+        the app): the step's stack and settings in the controls, what it asks above them.
+        Train it, then `check` says what the run measured and whether the lesson holds::
+
+            lab = Lab.lesson("positions", 2)
+            lab.train(); lab.wait(); lab.check()   # (True, 1.0, 'held-out accuracy 1.00: ...')
+        """
+        import ipywidgets as w
+
+        found_lesson, found = step_from_link(lesson, step)
+        config, source = open_step(lesson, step)
+        filled = config.filled()
+        settings = {row.name: getattr(filled, row.name) for row in SETTINGS.values()
+                    if row.link and row.name not in ("task", "device")}
+        lab = cls(task=filled.task, source=source, store=store, **settings)
+        lab.step = found
+        number = found_lesson.steps.index(found) + 1
+        asked = w.HTML(f"<b>{html.escape(found_lesson.title)}</b>, step {number} of "
+                       f"{len(found_lesson.steps)}: <b>{html.escape(found.title)}</b><br>"
+                       f"{html.escape(found.text)}<br><i>Predict:</i> "
+                       f"{html.escape(found.question)}")
+        lab.widget.children = (asked, *lab.widget.children)
+        return lab
+
+    def check(self) -> tuple[bool, float | None, str]:
+        """Whether the finished run shows what the lesson step says (`lessons.check`):
+        ``(held, the measured value, a sentence saying both)``."""
+        if self.step is None:
+            raise StackError("E_ARG", "this Lab was not opened on a lesson step",
+                             hint='open one with Lab.lesson("positions", 2)')
+        if self.run is None:
+            raise StackError("E_VALUE", "the Lab has no finished run to check yet",
+                             hint="press Train (lab.train(); lab.wait()), then check")
+        return check(self.step, self.run)
 
     # -- the Python API, what the controls do --------------------------------------
 

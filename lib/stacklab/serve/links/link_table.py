@@ -26,6 +26,7 @@ from typing import Callable, Mapping, Sequence
 from ...core.errors import choice_problem, closest, shown
 from ...core.shapes import DTYPES
 from ...lab.keys import is_key
+from ...lab.lessons import LESSONS
 from ...lab.settings import SETTINGS
 from ..limits import MAX_STACK_CHARS
 
@@ -150,6 +151,14 @@ _SESSION = (
     LinkValue("run", str, parse_run, _as_text, instead="showing the link's settings"),
     LinkValue("compare", list, parse_compare, _joined),
     LinkValue("view", str, parse_view, _as_text, instead="showing the usual view"),
+    # the Learn page's lesson and step (lesson=positions&step=2): the step is checked
+    # against its lesson's steps where the page opens it (`lessons.step_from_link`)
+    LinkValue("lesson", str, _choice("lesson", tuple(LESSONS)), _as_text,
+              instead="showing the list of lessons"),
+    LinkValue("step", int, lambda raw: (int(raw), None) if raw.isascii() and raw.isdigit()
+              and 1 <= int(raw) <= 99 else (None, f"step={shown(raw)} is not a step number "
+                                                  "(1, 2, ...)"), _as_text,
+              instead="opening the lesson's first step"),
 )
 
 LINK_TABLE: tuple[LinkValue, ...] = _NETWORK + _SETTINGS + _PINS + _SESSION

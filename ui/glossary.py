@@ -1,0 +1,43 @@
+"""The glossary on the app's pages (`stacklab.lab.glossary`, declared once): the help of a
+control whose setting uses a term, the terms under a figure's caption, and the whole table
+as a section of the Learn page."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui.lab import GLOSSARY, terms_in, terms_used_in
+from ui.markdown import plain
+
+
+def definitions(terms) -> str:
+    """``terms`` as a Markdown list: each term in bold, then its one-line definition."""
+    return "\n".join(f"- **{plain(term.term, 80)}**: {plain(term.definition, 600)}"
+                     for term in terms)
+
+
+def control_help(text: str, name: str) -> str:
+    """A setting's help (``text``) and, after it, the terms its setting ``name`` uses."""
+    terms = terms_used_in(f"setting:{name}")
+    return f"{text}\n\n{definitions(terms)}" if terms else text
+
+
+def figure_terms(key: str, caption: str) -> list:
+    """The terms a figure uses: those the glossary lists for ``figure:KEY`` and those its
+    caption names, in glossary order."""
+    found = {term.term for term in terms_used_in(f"figure:{key}") + terms_in(caption)}
+    return [term for name, term in GLOSSARY.items() if name in found]
+
+
+def show_terms(container, key: str, caption: str) -> None:
+    """A folded "Terms: …" line under a figure's caption; opened, each term's definition."""
+    terms = figure_terms(key, caption)
+    if terms:
+        names = ", ".join(term.term for term in terms)
+        container.expander(f"Terms: {names}", icon=":material/menu_book:").markdown(
+            definitions(terms))
+
+
+def show_glossary(container=st) -> None:
+    """Every term of the glossary with its definition."""
+    container.markdown(definitions(GLOSSARY.values()))

@@ -1,0 +1,125 @@
+"""Home: what stacklab is, three ways in (Learn, Teach, Build and research), and one button
+that trains `reverse` on the shared pool and shows its anti-diagonal forming."""
+
+import streamlit as st
+
+from stacklab import Status, StackError
+from ui import figures, scripts, session, urls
+from ui.lab import Experiment, available_devices
+from ui.markdown import plain, show_error
+
+PICTURE = figures.asset("reverse_learned.png")  # a finished run of reverse, as Train shows it
+state = session.PageState("home", "job", "error")
+
+old_link = urls.page_of_old_link()  # /?stack=... from before Home was the first page
+if old_link is not None:
+    st.switch_page(old_link, query_params=st.query_params.to_dict())
+urls.start(own={})  # Home's address is "/": the experiment stays out of it
+pool = session.pool()
+owner = session.owner()
+
+
+def train_reverse() -> None:
+    """Train `reverse`'s preset as the Train page would (it becomes the session's
+    experiment and run, so Build, Train and Explore show it too)."""
+    preset = Experiment().with_task_preset("reverse")
+    try:
+        job = pool.submit(owner, preset.stack, preset.train_config(available_devices()))
+    except StackError as err:
+        state["error"] = err
+        return
+    session.set_experiment(preset)
+    session.watch(job)
+    state["job"] = job.id
+    state.pop("error")
+
+
+def the_run():
+    """The run the button started, while the pool still has it."""
+    return pool.get(owner, state["job"]) if "job" in state else None
+
+
+def run_status(now) -> str:
+    if now.status == Status.QUEUED:
+        return f"Queued: position {now.position} in the queue of the shared workers."
+    if now.status == Status.RUNNING:
+        return f"Training: step {now.step} of {now.steps}."
+    if now.status == Status.FINISHED:
+        accuracy = now.history[-1]["accuracy"] if now.history else None
+        shown = f", held-out accuracy {accuracy:.0%}" if accuracy is not None else ""
+        return f"Finished in {now.seconds:.1f} s ({now.step} steps{shown})."
+    return f"{now.status}: {plain(now.error or '', 300)}"
+
+
+job = the_run()
+started = job.view(owner) if job is not None else None
+
+
+@st.fragment(run_every=0.5 if started is not None and started.active else None)
+def live_pattern() -> None:
+    """The anti-diagonal forming: the run's pattern figure at each evaluation."""
+    current = the_run()
+    if current is None:
+        st.image(PICTURE, caption="What a run shows: the training curves of `reverse` and "
+                 "its position table's attention by position alone, where each position looks "
+                 "at its partner T-1-t (the anti-diagonal).")
+        return
+    now = current.view(owner)
+    st.markdown(f"**{run_status(now)}**")
+    if now.active:
+        st.progress(now.progress)
+    if now.pattern is not None:
+        score = f" — {plain(now.pattern.score, 200)}" if now.pattern.score else ""
+        st.markdown(f"**{plain(now.pattern.title, 200)}** at step "
+                    f"{now.history[-1]['step'] if now.history else 0}{score}")
+        figures.chart(st, now.pattern.figure, f"home_pattern_{now.id}", columns=2)
+        st.markdown("Position t must find position T-1-t: the bright anti-diagonal is the "
+                    "position table learning which positions pair up.")
+    if not now.active:
+        st.page_link("views/explore.py", label="Explore everything this run learned",
+                     icon=":material/insights:")
+    if started is not None and started.active and not now.active:
+        st.rerun()  # the run ended: stop polling
+
+
+st.title("stacklab")
+scripts.show_url_problems()
+words, picture = st.columns([5, 6], gap="large")
+words.markdown(
+    "A lab for **how a transformer knows where each token is**. You write a small model as a "
+    "stack of layers, train it on a toy task (reverse a sequence, shift it, find a repeat) "
+    "and see what its **position table** learned: which positions it tells apart, where "
+    "each position looks, and what happens on sequences longer than it was trained on.\n\n"
+    "Every experiment is a link: a class opens one link and watches one shared run.")
+words.button("Train reverse now", type="primary", icon=":material/play_arrow:",
+             on_click=train_reverse, key="home_train",
+             disabled=started is not None and started.active,
+             help="Trains the reverse task's preset stack on the server's shared workers "
+                  "(a few seconds) and draws its attention by position as it learns")
+words.markdown("For the impatient: one click, and the anti-diagonal forms on the right.")
+if "error" in state:
+    show_error(state["error"])
+with picture:
+    live_pattern()
+
+st.divider()
+learn, teach, research = st.columns(3, gap="large")
+learn.subheader(":material/school: Learn")
+learn.markdown("Five short lessons, a few steps each: predict what a run will show, run it "
+               "with one click, and see the one figure that answers it, with its number.")
+learn.page_link("views/learn.py", label="Start the lessons", icon=":material/arrow_forward:")
+teach.subheader(":material/groups: Teach")
+teach.markdown("Set up an experiment on **Train** and press **Share with the class**: one "
+               "link (and its QR code) pins your settings. Every student on it watches the "
+               "same run, trained once, and the projector view shows its figure large. A "
+               "lesson's step is a link too (Learn, `?lesson=…&step=…`).")
+teach.page_link("views/train.py", label="Set up a class on Train",
+                icon=":material/arrow_forward:")
+research.subheader(":material/science: Build and research")
+research.markdown("Write any stack in the stack language on **Build** (shapes checked as you "
+                  "type), compare runs side by side on **Compare**, read every op on "
+                  "**Catalog**, or work in Jupyter: `pip install jupyterlab`, then "
+                  "`jupyter lab notebooks/`.")
+for page, label in (("views/build.py", "Build a stack"), ("views/compare.py", "Compare runs"),
+                    ("views/catalog.py", "The op catalog")):
+    research.page_link(page, label=label, icon=":material/arrow_forward:")
