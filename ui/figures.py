@@ -1,4 +1,5 @@
-"""Figures on a page: a run's figures one under another, and a chart fitted to its column."""
+"""Figures on a page: a run's figures led by its pattern figure and grouped in tabs, a
+list of figures one under another, and a chart fitted to its column."""
 
 from __future__ import annotations
 
@@ -13,11 +14,37 @@ def chart(container, figure, key: str, columns: int = 1) -> None:
     container.plotly_chart(figures.fit_title(figure, figures.column_width(columns)), key=key)
 
 
+def show_figure(drawn_figure, key: str, lead: bool = False) -> None:
+    """One `RunFigure`: its title, its number (larger for the figure a page leads with),
+    its caption in the page's own text, its chart."""
+    st.subheader(plain(drawn_figure.title, 200))
+    if drawn_figure.score:
+        st.markdown(("#### " if lead else "**") + plain(drawn_figure.score, 300)
+                    + ("" if lead else "**"))
+    st.markdown(plain(drawn_figure.caption, 1000))
+    chart(st, drawn_figure.figure, key)
+
+
 def show_figures(drawn, key: str) -> None:
     """Figures of a run (`RunFigure`s) one under another: title, score, caption, chart."""
     for index, drawn_figure in enumerate(drawn):
-        st.subheader(plain(drawn_figure.title, 200))
-        if drawn_figure.score:
-            st.markdown(f"**{plain(drawn_figure.score, 300)}**")
-        st.caption(plain(drawn_figure.caption, 1000))
-        chart(st, drawn_figure.figure, f"{key}_{index}")
+        show_figure(drawn_figure, f"{key}_{index}")
+
+
+def show_arranged(drawn, pattern_key: str, key: str) -> None:
+    """A run's figures as Explore leads with them (`stacklab.figures.arrange`): the task's
+    pattern figure and its number first, the others in one tab per group, and the figures
+    the stack could not give listed once, each with its reason."""
+    arranged = figures.arrange(drawn, pattern_key)
+    if arranged.lead is not None:
+        show_figure(arranged.lead, f"{key}_lead", lead=True)
+    if arranged.groups:
+        st.markdown("**More figures, by what they show:**")
+        tabs = st.tabs([f"{name} ({len(found)})" for name, found in arranged.groups.items()])
+        for tab, (name, found) in zip(tabs, arranged.groups.items()):
+            with tab:
+                for index, drawn_figure in enumerate(found):
+                    show_figure(drawn_figure, f"{key}_{name}_{index}")
+    if arranged.not_drawn:
+        st.markdown("**Not drawn for this run:**\n" + "\n".join(
+            f"- {plain(title, 200)}: {plain(reason, 400)}" for title, reason in arranged.not_drawn))
