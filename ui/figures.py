@@ -14,15 +14,25 @@ def chart(container, figure, key: str, columns: int = 1) -> None:
     container.plotly_chart(figures.fit_title(figure, figures.column_width(columns)), key=key)
 
 
-def show_figure(drawn_figure, key: str, lead: bool = False) -> None:
-    """One `RunFigure`: its title, its number (larger for the figure a page leads with),
-    its caption in the page's own text, its chart."""
+def show_figure(drawn_figure, key: str) -> None:
+    """One `RunFigure`: its title, its number, its caption in the page's own text, its
+    chart."""
     st.subheader(plain(drawn_figure.title, 200))
     if drawn_figure.score:
-        st.markdown(("#### " if lead else "**") + plain(drawn_figure.score, 300)
-                    + ("" if lead else "**"))
+        st.markdown(f"**{plain(drawn_figure.score, 300)}**")
     st.markdown(plain(drawn_figure.caption, 1000))
     chart(st, drawn_figure.figure, key)
+
+
+def show_lead(drawn_figure, key: str) -> None:
+    """The figure a page leads with: its title, then the chart beside its number and
+    caption, so that the chart starts high on the first screen."""
+    st.subheader(plain(drawn_figure.title, 200))
+    picture, words = st.columns([3, 2], gap="medium")
+    chart(picture, drawn_figure.figure, key, columns=2)
+    if drawn_figure.score:
+        words.markdown("#### " + plain(drawn_figure.score, 300))
+    words.markdown(plain(drawn_figure.caption, 1000))
 
 
 def show_figures(drawn, key: str) -> None:
@@ -37,7 +47,7 @@ def show_arranged(drawn, pattern_key: str, key: str) -> None:
     the stack could not give listed once, each with its reason."""
     arranged = figures.arrange(drawn, pattern_key)
     if arranged.lead is not None:
-        show_figure(arranged.lead, f"{key}_lead", lead=True)
+        show_lead(arranged.lead, f"{key}_lead")
     if arranged.groups:
         st.markdown("**More figures, by what they show:**")
         tabs = st.tabs([f"{name} ({len(found)})" for name, found in arranged.groups.items()])
