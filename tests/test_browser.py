@@ -609,9 +609,6 @@ def test_explore_leads_with_the_pattern_and_head_titles_never_overlap(
     shown = page.locator(".js-plotly-plot .annotation-text").evaluate_all(
         "els => els.map(e => e.textContent)")
     assert any(text.startswith("n3 (layer 2) head 0previous token") for text in shown), shown
-    if size == (1366, 768):
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / "head_grid.png"), full_page=True)
     page.close()
 
 

@@ -24,7 +24,7 @@ from .style import ANIMATION_CELLS, HEIGHT, MAX_CELLS, as_float32, heatmap_layou
 HEADS_PER_ROW = 4  # a layer of more heads goes on in the next row: each title keeps its room
 TITLE_FONT = 11  # px of a head's title
 _LINE = 15  # px a line of a subplot title takes
-_TICKS = 48  # px under a map for its tick labels and axis title
+_TICKS = 64  # px under a map for its tick labels and axis title, with room to spare
 
 
 def _head_title(node: str, layer: int, head: int, scores: dict) -> str:
