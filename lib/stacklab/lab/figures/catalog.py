@@ -2,7 +2,8 @@
 
 `stacklab.lab.figures.drawing` loops over `FIGURES` (`run_figures`, and `figures_of_table`
 for a table from a file); the Explore page, ``report.html`` and Compare show what it returns.
-Adding a figure is one declaration here: a key, a title, when it applies, a caption and
+Adding a figure is one declaration here: a key, a title, its group (one of `GROUPS`, the
+tab of Explore and the part of ``report.html`` it shows in), when it applies, a caption and
 the function that draws it, each given the run's `FigureContext`, and, when the figure
 needs only the table, how a table from a file shows it (`OnTable`, given a `TableContext`).
 Tasks, Compare and pages name a figure by its key (`figure_spec`), never by its title.
