@@ -168,6 +168,7 @@ def test_a_branching_stack_is_drawn_as_a_graph_on_build(server, browser):
     page.goto(f"{server}/?" + urlencode({"stack": PRE_LN, "input": "B,64",
                                          "input_dtype": "int64"}))
     page.get_by_text("Parameters: 16,832").first.wait_for(timeout=30_000)
+    page.get_by_role("tab", name="Graph").click()  # the report's tabs (issue 29)
     graph = page.locator("[data-testid='stGraphVizChart'] svg")
     graph.wait_for(timeout=30_000)
     texts = graph.locator("text").evaluate_all("els => els.map(e => e.textContent)")
