@@ -92,6 +92,14 @@ def browser():
         chromium.close()
 
 
+def open_tab(page, group: str) -> None:
+    """Open Explore's tab of the figures of ``group`` (labelled with their count)."""
+    import re
+
+    tab = page.get_by_role("tab", name=re.compile(f"^{re.escape(group)}"))
+    tab.first.click(timeout=60_000)
+
+
 def shoot(page, name: str, height: int) -> None:
     """A screenshot of the whole page: Streamlit scrolls inside the page, so grow the window."""
     page.set_viewport_size({"width": 1400, "height": height})
@@ -118,7 +126,7 @@ def test_main_journey_link_report_train_explore(server, browser):
                        "task": "reverse", "seq_len": 16, "steps": 400})
     page.goto(f"{server}/?{query}")
     page.get_by_text("Parameters: 30,224").first.wait_for(timeout=30_000)
-    shoot(page, "build.png", 1900)
+    shoot(page, "build.png", 1100)
 
     page.get_by_role("link", name="Train").first.click()
     page.get_by_role("button", name="Train", exact=True).wait_for(timeout=20_000)
@@ -127,11 +135,13 @@ def test_main_journey_link_report_train_explore(server, browser):
     shoot(page, "train.png", 1500)
 
     page.get_by_role("link", name="Explore").first.click()
+    open_tab(page, "Gradients")  # Explore groups its figures in tabs (issue 29)
     page.get_by_text("Gradient per row").first.wait_for(timeout=60_000)
     page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
     assert page.locator(".js-plotly-plot").count() >= 5
     assert page.get_by_text("Attention by position alone").count() >= 1
-    shoot(page, "explore.png", 3200)
+    open_tab(page, "The pattern")  # the first screen as a student meets it
+    shoot(page, "explore.png", 2400)
 
     page.get_by_role("link", name="Catalog").first.click()
     page.get_by_text("Identity:").first.wait_for(timeout=20_000)
@@ -160,6 +170,7 @@ def test_a_branching_stack_is_drawn_as_a_graph_on_build(server, browser):
     page.goto(f"{server}/?" + urlencode({"stack": PRE_LN, "input": "B,64",
                                          "input_dtype": "int64"}))
     page.get_by_text("Parameters: 16,832").first.wait_for(timeout=30_000)
+    page.get_by_role("tab", name="Graph").click()  # the report's tabs (issue 29)
     graph = page.locator("[data-testid='stGraphVizChart'] svg")
     graph.wait_for(timeout=30_000)
     texts = graph.locator("text").evaluate_all("els => els.map(e => e.textContent)")
@@ -192,6 +203,7 @@ def test_two_students_on_one_link_share_one_training(server, browser):
     assert SERVER_LOG.read_text().count(f"training run {key}") == 1  # one training for both
     fresh = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     fresh.goto(f"{server}/explore?run={key}")
+    open_tab(fresh, "Gradients")
     fresh.get_by_text("Gradient per row").first.wait_for(timeout=60_000)
     assert fresh.get_by_text("Attention by position alone").count() >= 1
     for page in [*students, fresh]:
@@ -531,6 +543,7 @@ def test_a_students_browser_contacts_nothing_but_the_app(server, browser):
     page.get_by_text("Status: finished").wait_for(timeout=120_000)
     named += page.evaluate(PAGE_RESOURCES)
     page.get_by_role("link", name="Explore").first.click()
+    open_tab(page, "Gradients")  # Explore groups its figures in tabs (issue 29)
     page.get_by_text("Gradient per row").first.wait_for(timeout=60_000)
     page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
     page.wait_for_timeout(1500)  # late requests: fonts, icons
@@ -568,4 +581,105 @@ def test_a_newcomer_trains_reverse_from_home_and_takes_a_lesson_step(server, bro
     page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
     assert page.get_by_text("partner attention", exact=False).count() >= 1
     assert "lesson=table-patterns&step=1" in page.url
+
+
+# --- Explore that leads, figures that read, Build calm (issue 29) ----------------------
+
+# Every pair of title boxes that meet, and every title box that meets a tick label or an
+# axis title, in the plots on screen (a hidden tab's plots have no boxes): a figure's
+# title, its subplot titles (annotations) and its labels, measured as Chromium drew them.
+OVERLAPS = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(plot => {
+  const boxes = sel => [...plot.querySelectorAll(sel)]
+    .map(el => ({text: el.textContent, r: el.getBoundingClientRect()}))
+    .filter(box => box.r.width > 0 && box.text.trim());
+  const titles = boxes('.gtitle, .annotation-text');
+  const labels = boxes('.xtick text, .ytick text, .g-xtitle text, .g-ytitle text');
+  const meet = (a, b) => a.r.left < b.r.right - 1 && b.r.left < a.r.right - 1
+    && a.r.top < b.r.bottom - 1 && b.r.top < a.r.bottom - 1;
+  const found = [];
+  titles.forEach((a, i) => titles.slice(i + 1).forEach(b => {
+    if (meet(a, b)) found.push([a.text, b.text]); }));
+  titles.forEach(a => labels.forEach(b => { if (meet(a, b)) found.push([a.text, b.text]); }));
+  return found;
+})"""
+
+
+@pytest.fixture(scope="module")
+def induction_run():
+    """The induction example (two layers of four heads: every head score in its title),
+    trained into the server's run store: the run."""
+    import stacklab
+    from stacklab.lab.runs.store import RunStore
+
+    run = stacklab.train((ROOT / "examples" / "induction" / "learned.txt").read_text(),
+                         task="induction", steps=300)
+    RunStore(SERVER_LOG.parent / "runs").save(run)
+    return run
+
+
+@pytest.mark.parametrize("size", [(1366, 768), (1920, 1080)])
+def test_explore_leads_with_the_pattern_and_head_titles_never_overlap(
+        server, browser, induction_run, size):
+    """Explore opens on the task's own figure and its number, the rest in tabs; in the
+    head grid and the head scores no title meets another title or a tick label."""
+    page = browser.new_page(viewport={"width": size[0], "height": size[1]})
+    page.goto(f"{server}/explore?run={induction_run.key}")
+    lead = page.locator("[data-testid='stHeading']", has_text="Head scores").first
+    lead.wait_for(timeout=60_000)
+    tabs = page.get_by_role("tab")
+    assert lead.bounding_box()["y"] < tabs.first.bounding_box()["y"]  # the task's figure first
+    assert "largest induction score" in page.locator("[data-testid='stMain']").inner_text()
+    open_tab(page, "Attention by layer and head")
+    page.get_by_text("Attention of every head on one held-out sequence").first.wait_for(
+        timeout=30_000)
+    page.wait_for_timeout(2000)
+    assert page.evaluate(OVERLAPS) == []
+    shown = page.locator(".js-plotly-plot .annotation-text").evaluate_all(
+        "els => els.map(e => e.textContent)")
+    assert any(text.startswith("n3 (layer 2) head 0previous token") for text in shown), shown
+    page.close()
+
+
+def test_the_head_titles_never_overlap_in_report_html(browser, induction_run, tmp_path):
+    """report.html, at the widths of a laptop and a desktop (its column is at most 980 px)."""
+    from stacklab.lab.reports.html import report_html
+
+    report = tmp_path / "report.html"
+    report.write_text(report_html(induction_run), encoding="utf-8")
+    for width in (1366, 1920, 800):
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        page.goto(report.as_uri())
+        page.get_by_text("Head scores").first.wait_for(timeout=30_000)
+        page.wait_for_timeout(1500)
+        assert page.evaluate(OVERLAPS) == [], width
+        page.close()
+
+
+FOCUSED_BORDER = """() => {
+  const box = document.querySelector("[data-testid='stTextArea'] textarea");
+  box.focus();
+  return getComputedStyle(box.closest("[data-testid='stTextAreaRootElement']")).borderTopColor;
+}"""
+
+
+def test_build_at_1366_shows_the_whole_report_and_a_calm_focus(server, browser):
+    """Build at 1366 x 768: the report's every line inside its box (wrapped, never cut),
+    the compute dtype reads "float32" whole, and the focused editor's border is the app's
+    blue, not Streamlit's red."""
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.goto(f"{server}/?" + urlencode({"stack": REVERSE, "input": "B,16",
+                                         "input_dtype": "int64"}))
+    page.get_by_text("Parameters: 30,224").first.wait_for(timeout=30_000)
+    page.wait_for_timeout(1000)
+    code = page.locator("[data-testid='stCode'] pre", has_text="Network:").first
+    assert code.evaluate("el => el.scrollWidth <= el.clientWidth + 1")  # nothing cut
+    assert "input_dtype=int64" in code.inner_text()
+    dtype = page.locator("input[aria-label='Compute dtype']")
+    assert dtype.input_value() == "float32"
+    assert dtype.evaluate("el => el.scrollWidth <= el.clientWidth + 1")  # shown whole
+    assert page.get_by_text("Press Ctrl+Enter, or click outside the box").count() == 1
+    page.evaluate(FOCUSED_BORDER)
+    page.wait_for_timeout(400)  # the border's colour eases in
+    border = page.evaluate(FOCUSED_BORDER)
+    assert border == "rgb(37, 99, 235)", border  # primaryColor, #2563eb
     page.close()

@@ -161,3 +161,111 @@ def test_ops_shows_reference_arguments(cli):
     code, out, _ = cli("ops", "--json")
     add = next(op for op in json.loads(out) if op["name"] == "add")
     assert add["signature"] == "add(a, b)" and add["shape"] == "a[..., D], b[..., D] -> out[..., D]"
+
+
+# -- every documented form of every flag (issue 29: `--target-accuracy none` was refused) --
+
+import re  # noqa: E402
+
+# What a flag's help documents as a value it takes: an example ("e.g. 16,32,64"), the
+# words for off ("empty or none: ...", "none: ..."), or listed forms ("a range or a list:
+# 0-4, or 0,1,2").
+_EXAMPLE = re.compile(r"e\.g\. (\S+?)[,;)]?(?:\s|$)")
+_OFF = re.compile(r"(?:^|; )(empty or none|none): ")
+_LISTED = re.compile(r"or a list: (\S+), or (\S+?)[ ;(]")
+
+
+def documented_forms(help_text: str) -> list[str]:
+    """The values ``help_text`` shows a flag taking, as a user would type them."""
+    help_text = " ".join(help_text.split())
+    forms = [match.group(1) for match in _EXAMPLE.finditer(help_text)]
+    for match in _OFF.finditer(help_text):
+        forms += ["", "none"] if match.group(1) == "empty or none" else ["none"]
+    for match in _LISTED.finditer(help_text + " "):
+        forms += list(match.groups())
+    return forms
+
+
+def _documented():
+    """``(command, flag, form)`` for every form the help of every flag documents, its
+    choices included."""
+    from stacklab.cli.flags import make_parser
+
+    commands = make_parser()._subparsers._group_actions[0].choices
+    for command, parser in commands.items():
+        for action in parser._actions:
+            if not action.option_strings or action.help in (None, "==SUPPRESS=="):
+                continue
+            flag = action.option_strings[-1]
+            for form in dict.fromkeys([*documented_forms(action.help), *(action.choices or ())]):
+                yield command, flag, form
+
+
+DOCUMENTED = list(_documented())
+
+
+def test_the_help_texts_document_the_forms_a_user_reads():
+    """The parse of the help finds what `--help` shows (a parser that found nothing would
+    make the next test pass on nothing)."""
+    found = {(command, flag): [] for command, flag, _ in DOCUMENTED}
+    for command, flag, form in DOCUMENTED:
+        found[(command, flag)].append(form)
+    assert found[("train", "--target-accuracy")] == ["", "none"]
+    assert found[("train", "--eval-lengths")] == ["16,32,64"]
+    assert found[("sweep", "--seeds")] == ["0-4", "0,1,2"]
+    assert found[("resolve", "--input")] == ["B,12"]
+    assert found[("share", "--pin")] == ["none"]
+    assert found[("share", "--host")] == ["http://10.0.0.5:8501"]
+    assert found[("train", "--device")] == ["auto", "cpu", "cuda", "mps"]
+
+
+def _run_form(command: str, flag: str, form: str, tmp_path, cli):
+    """Run ``command`` with ``flag form`` as far as it goes without training: the whole
+    command for resolve and share; for train and sweep every check they make before they
+    train (the run planned, the seeds read). The error, or None."""
+    from stacklab import StackError
+    from stacklab.cli import sweep
+    from stacklab.cli.flags import config_from, make_parser
+    from stacklab.lab.train.trainer import Trainer
+
+    stack = tmp_path / "stem.stack"
+    stack.write_text(STEM)
+    given = [flag, form] if flag not in ("--json", "--full") else [flag]
+    base = {"resolve": [str(stack), "--input", "B,12", "--input-dtype", "int64"],
+            "train": ["--task", "reverse", "--out", str(tmp_path / "r")],
+            "sweep": ["--task", "reverse", "--stack", str(stack), "--out", str(tmp_path / "s")],
+            "share": ["--task", "reverse", "--host", "http://10.0.0.5:8501"]}[command]
+    argv = [command, *base, *given]
+    if command in ("resolve", "share"):
+        code, _, err = cli(*argv)
+        return None if code == 0 else err
+    parser = make_parser()
+    try:
+        args = parser.parse_args(argv)
+        if command == "sweep":
+            sweep._seeds(args.seeds, parser)
+        config = config_from(args)
+        if config.device not in (None, "auto", "cpu"):  # a device this machine may lack
+            return None if config.filled().device == config.device else "device"
+        Trainer(None, config)  # the run as `train` plans it before its first step
+    except (SystemExit, StackError) as err:
+        return str(err) or "usage error"
+    return None
+
+
+@pytest.mark.parametrize("command, flag, form", [
+    case for case in DOCUMENTED if case[0] in ("train", "sweep", "share", "resolve")
+    and not (case[1] == "--input-dtype")  # a dtype choice, not an example: the stem takes ids
+])
+def test_every_documented_form_of_every_flag_works(command, flag, form, tmp_path, cli):
+    assert _run_form(command, flag, form, tmp_path, cli) is None
+
+
+def test_train_with_target_accuracy_none_trains_every_step(cli, tmp_path):
+    """The help's "none: train every step", run: every step is taken although the run
+    reaches its accuracy long before (the preset would stop there)."""
+    code, _, err = cli("train", "--task", "position", "--steps", "60", "--target-accuracy",
+                       "none", "--out", str(tmp_path / "r"))
+    assert code == 0, err
+    run = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert run["step"] == 60 and run["config"]["target_accuracy"] is None

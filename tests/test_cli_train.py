@@ -112,3 +112,16 @@ def test_tasks_lists_every_task(cli):
     assert all(set(t) == {"name", "vocab", "description", "output", "preset"} for t in tasks)
     code, out, _ = cli("tasks")
     assert code == 0 and out.startswith("name") and "reverse" in out
+
+
+def test_a_run_is_named_after_itself_and_never_overwrites_another(cli, tmp_path):
+    """`train --out DIR` names the run it wrote (task, encoding, key); a second, different
+    run into the same folder is refused before it trains, and the first run's files stay."""
+    out = tmp_path / "r"
+    code, _, err = cli("train", "--task", "position", "--steps", "20", "--out", str(out))
+    key = json.loads((out / "run.json").read_text())["key"]
+    assert code == 0 and f"wrote run position-learned-{key[:8]} to {out}" in err
+    before = (out / "metrics.json").read_bytes()
+    code, _, err = cli("train", "--task", "position", "--steps", "21", "--out", str(out))
+    assert code == 2 and "holds another run" in err and f"{out}/position-learned-" in err
+    assert (out / "metrics.json").read_bytes() == before and "Traceback" not in err

@@ -427,3 +427,61 @@ def test_stored_figures_keep_their_keys_and_older_ones_get_theirs_by_title(rever
     assert figures.figures_from_json(older, "pattern")[0].key == "attention_by_position"
     older["nodes"]["n1"][1][0] = "A title since renamed"
     assert figures.figures_from_json(older) is None  # so its reader draws them from the run
+
+
+# -- Explore that leads (issue 29) ---------------------------------------------------------
+
+
+def test_every_figure_declares_its_group_once_in_the_catalog():
+    assert {spec.group for spec in figures.FIGURES} == set(figures.GROUPS)
+    with pytest.raises(TypeError):  # a figure without a group is refused where it is declared
+        figures.FigureSpec("x", "X", lambda ctx: "", lambda ctx: go.Figure())
+
+
+def test_arrange_leads_with_the_tasks_figure_and_lists_a_skipped_one_once(reverse):
+    drawn = figures.run_figures(reverse)
+    arranged = figures.arrange(drawn, reverse.task.pattern_figure)
+    assert arranged.lead.key == "attention_by_position" and arranged.lead.score
+    assert list(arranged.groups) == [g for g in figures.GROUPS if g in arranged.groups]
+    grouped = [f.key for found in arranged.groups.values() for f in found]
+    assert "attention_by_position" not in grouped  # drawn once, first
+    assert {f.key for f in drawn if not f.skipped} == {*grouped, arranged.lead.key}
+    skipped = [f for f in drawn if f.skipped]
+    assert [title for title, _ in arranged.not_drawn] == [f.title for f in skipped]
+    assert all(not reason.startswith("Skipped") for _, reason in arranged.not_drawn)
+    # a task whose own figure was not drawn leads with the cosine map
+    assert figures.arrange(drawn, "rows_alone").lead.key == "cosine"
+
+
+def test_animations_open_on_their_last_frame(modular, reverse):
+    for fig in (figures.snapshot_heatmaps(modular, "n1"),
+                figures.attention_snapshot_heatmaps(reverse, "n1")):
+        np.testing.assert_allclose(fig.data[0].z, fig.frames[-1].data[0].z)
+        assert fig.layout.sliders[0].active == len(fig.frames) - 1
+        play = fig.layout.updatemenus[0].buttons[0]
+        assert "Play" in play.label and play.args[1]["fromcurrent"] is False  # from step 0
+
+
+def test_head_titles_are_one_short_line_each_with_room_above_every_row(reverse):
+    grid = next(f for f in figures.run_figures(reverse) if f.key == "heads_attention").figure
+    titles = [a.text for a in grid.layout.annotations if a.text]
+    assert len(titles) == 4 and all("<br>" in t for t in titles)
+    assert max(len(line) for t in titles for line in t.split("<br>")) <= 24
+    # the top margin holds the wrapped title and the head titles under it
+    assert grid.layout.margin.t >= 40 + 24 + 3 * 16 and grid.layout.title.yanchor == "top"
+
+
+def test_run_names_say_task_encoding_and_key(reverse):
+    from stacklab.lab.reports.names import file_name, run_name
+
+    name = run_name(reverse)
+    assert name == f"reverse-learned-{reverse.key[:8]}"
+    assert file_name(name, "report.html") == f"{name}-report.html"
+
+
+def test_report_html_leads_like_explore_and_lists_what_was_not_drawn(reverse):
+    page = report_html(reverse)
+    lead = page.index("<h2>Attention by position alone</h2>")
+    assert lead < page.index("<div class='group'>The pattern</div>")
+    assert page.count("Not drawn for this run") == 1 and page.count("Not drawn:") == 0
+    assert page.count("* plotly.js v") == 1

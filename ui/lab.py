@@ -16,6 +16,7 @@ from stacklab.lab.lessons import LESSONS, check, step_from_link, step_link
 from stacklab.lab.reports.compare import (MAX_COMPARED, TABLE_NOTE, aligned_rows, column_help,
                                           compared, encoding, length_rows, replaced, table_rows)
 from stacklab.lab.reports.html import report_html
+from stacklab.lab.reports.names import file_name, run_name
 from stacklab.lab.reports.table_file import (MAX_UPLOAD_BYTES, UPLOAD_LIMIT, explore_table,
                                              read_table, tensor_names)
 from stacklab.lab.settings import SETTINGS
@@ -43,6 +44,7 @@ __all__ = [
     "terms_in", "terms_used_in",
     # Explore
     "MAX_UPLOAD_BYTES", "UPLOAD_LIMIT", "explore_table", "read_table", "report_html",
+    "file_name", "run_name",
     "tensor_names",
     # the classroom: the share panel and the projector
     "ALL_PINS", "classroom_link", "lan_address", "pins_everything", "present_figure", "qr_png",

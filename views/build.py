@@ -50,23 +50,26 @@ if not controls.hidden("presets"):
     st.selectbox("Start from a preset", list(PRESETS), index=None, key=state.key("preset"),
                  placeholder="Choose a preset…", on_change=apply_preset)
 
-left, right = st.columns([4, 7], gap="large")
+# The report's rows need ~570 px at 1366 wide; the three boxes share two rows of the left.
+left, right = st.columns([4, 7], gap="medium")
 with left:
     source = controls.bound(st.text_area, "stack", "Stack", PAGE, height=230,
                              max_chars=MAX_STACK_CHARS)
-    shape_col, input_dtype_col, dtype_col = st.columns(3)
+    if not controls.hidden("stack"):
+        st.caption("Press Ctrl+Enter, or click outside the box, to apply an edit.")
+    shape_col, input_dtype_col = st.columns(2)
+    dtype_col, _ = st.columns(2)
     input_text = controls.bound(shape_col.text_input, "input", "Input shape", PAGE,
                                  help="Sizes and symbols, e.g. B,12 or B,T,16")
     input_dtype = controls.bound(input_dtype_col.selectbox, "input_dtype", "Input dtype", PAGE,
                                   options=list(DTYPES))
     dtype = controls.setting_control(dtype_col, "dtype", PAGE)
-    if source.strip():
-        st.code(source, language=None, line_numbers=True)
     if urls.link_too_long():
         st.caption("This stack is too long to share as a link; the link keeps the other "
                    "settings.")
 
 MAX_GRAPH_NODES = 60  # a longer stack's graph is drawn in the browser too slowly to help
+MAX_LAYER_ROWS = 40  # past this, the layer list would cost the browser more than it helps
 network = error = None
 try:
     network = resolve(source, input_text, input_dtype=input_dtype, dtype=dtype,
@@ -74,67 +77,42 @@ try:
 except StackError as err:
     error = err
 
-with right:
-    if error is not None:
-        show_error(error)
-        if error.line:
-            st.code(annotate(source, error), language=None)
-    else:
-        st.metric("Parameters", f"{network.param_count:,}")
-        st.code(network.table(), language=None)
-        st.dataframe(network.dataframe(), hide_index=True)
-        if len(network.nodes) <= MAX_GRAPH_NODES:
-            with st.expander("Graph", expanded=is_branching(network)):
-                st.graphviz_chart(network.dot(),
-                                  alt="The stack as a graph: each node, and the shape on each edge")
 
-MAX_LAYER_ROWS = 40  # past this, the list would cost the browser more than it helps
+def arg_widgets(spec, values: dict, prefix: str, names_above: list[str]) -> dict:
+    """A widget per argument of op ``spec``, showing ``values``; the values chosen."""
+    chosen = {}
+    for number, arg in enumerate(spec.args):
+        value = values.get(arg.name, arg.default)
+        help_text = arg.description + (f" ({arg.constraints})" if arg.constraints else "")
+        if arg.is_reference:  # a node above, by name: the latest ones by default
+            fallback = names_above[max(0, len(names_above) - len(spec.args) + number)] \
+                if names_above else None
+            index = names_above.index(value) if value in names_above else (
+                names_above.index(fallback) if fallback is not None else None)
+            chosen[arg.name] = st.selectbox(
+                arg.name, names_above, index=index, key=f"{prefix}_{arg.name}",
+                help=help_text, placeholder="no node above to read")
+            continue
+        # Only whole numbers get their range: a float's bound may be open (dropout's
+        # p < 1), which a number box cannot hold; the resolver explains such a value.
+        bounded = arg.type is int
+        widget, kwargs = controls.value_widget(
+            st, arg.type, help_text, options=arg.choices or None,
+            low=arg.minimum if bounded else None, high=arg.maximum if bounded else None)
+        if arg.choices:
+            kwargs["index"] = arg.choices.index(value) if value in arg.choices else 0
+        else:
+            kwargs["value"] = arg.type(value)
+        chosen[arg.name] = arg.type(widget(arg.name, key=f"{prefix}_{arg.name}", **kwargs))
+    return chosen
 
-if not controls.hidden("layers"):
-    st.subheader("Layers")
-    try:
-        calls = editing.calls(source)
-    except StackError:
-        calls = []
-        st.caption("Fix the stack's syntax to edit it layer by layer.")
-    if len(calls) > MAX_LAYER_ROWS:
-        st.caption(f"The layer list shows stacks of up to {MAX_LAYER_ROWS} ops; this one has "
-                   f"{len(calls):,}, so edit it as text.")
-        calls = []
+
+def layer_rows(calls, names: list[str]) -> None:
+    """Each layer: move it, remove it, or change its arguments in a form."""
     ops = catalog()
-
-    def arg_widgets(spec, values: dict, prefix: str, names_above: list[str]) -> dict:
-        chosen = {}
-        for number, arg in enumerate(spec.args):
-            value = values.get(arg.name, arg.default)
-            help_text = arg.description + (f" ({arg.constraints})" if arg.constraints else "")
-            if arg.is_reference:  # a node above, by name: the latest ones by default
-                fallback = names_above[max(0, len(names_above) - len(spec.args) + number)] \
-                    if names_above else None
-                index = names_above.index(value) if value in names_above else (
-                    names_above.index(fallback) if fallback is not None else None)
-                chosen[arg.name] = st.selectbox(
-                    arg.name, names_above, index=index, key=f"{prefix}_{arg.name}",
-                    help=help_text, placeholder="no node above to read")
-                continue
-            # Only whole numbers get their range: a float's bound may be open (dropout's
-            # p < 1), which a number box cannot hold; the resolver explains such a value.
-            bounded = arg.type is int
-            widget, kwargs = controls.value_widget(
-                st, arg.type, help_text, options=arg.choices or None,
-                low=arg.minimum if bounded else None, high=arg.maximum if bounded else None)
-            if arg.choices:
-                kwargs["index"] = arg.choices.index(value) if value in arg.choices else 0
-            else:
-                kwargs["value"] = arg.type(value)
-            chosen[arg.name] = arg.type(widget(arg.name, key=f"{prefix}_{arg.name}", **kwargs))
-        return chosen
-
-    names = [call.name or default_node_name(index) for index, call in enumerate(calls)]
     for index, call in enumerate(calls):
-        name = names[index]
-        row = st.columns([5, 1, 1, 1])
-        row[0].text(f"{index}  {name}  {call.line_text.strip()[:120]}")
+        row = st.columns([4, 1, 1, 1])
+        row[0].markdown(f"`{index}` **{plain(names[index])}** · {plain(call.op)}")
         row[1].button("Up", icon=":material/arrow_upward:", key=f"build_up_{index}",
                       disabled=index == 0, on_click=edit_layer,
                       args=(editing.move_call, index, -1))
@@ -145,7 +123,7 @@ if not controls.hidden("layers"):
                       on_click=edit_layer, args=(editing.remove_call, index))
         spec = ops.get(call.op)
         if spec is not None and spec.args:
-            with st.expander(f"Edit {plain(name)}"):
+            with st.expander(f"Edit {plain(names[index])}"):
                 try:
                     current = dict(bind_args(spec, call))
                 except StackError:
@@ -159,6 +137,10 @@ if not controls.hidden("layers"):
                             source, index, editing.format_call(spec, values, call.name)))
                         st.rerun()
 
+
+def add_op(calls, names: list[str]) -> None:
+    """The form that adds an op at a position (default: after the last layer)."""
+    ops = catalog()
     with st.expander("Add an op", expanded=not calls or state.get("added", False)):
         op_name = st.selectbox("Op", list(ops), key="build_add_op",
                                format_func=lambda n: f"{n} — {ops[n].summary}")
@@ -178,6 +160,51 @@ if not controls.hidden("layers"):
                     state.pop(name)
                 state["added"] = True
                 st.rerun()
+
+
+def edit_layers() -> None:
+    """The stack layer by layer (a tab of the report): move, remove, edit, add."""
+    try:
+        calls = editing.calls(source)
+    except StackError:
+        calls = []
+        st.caption("Fix the stack's syntax to edit it layer by layer.")
+    if len(calls) > MAX_LAYER_ROWS:
+        st.caption(f"The layer list shows stacks of up to {MAX_LAYER_ROWS} ops; this one has "
+                   f"{len(calls):,}, so edit it as text.")
+        calls = []
+    names = [call.name or default_node_name(index) for index, call in enumerate(calls)]
+    layer_rows(calls, names)
+    add_op(calls, names)
+
+
+with right:
+    # The stack once as the report; its table, its graph and the layer editor a click away.
+    # (a branching stack's graph tells the most after the report: next to it)
+    branching = network is not None and is_branching(network)
+    labels = ["Report", *(("Graph", "Table") if branching else ("Table", "Graph")),
+              "Edit layer by layer"]
+    shown = [label for label in labels if not (
+        (label == "Graph" and (network is None or len(network.nodes) > MAX_GRAPH_NODES))
+        or (label == "Table" and network is None)
+        or (label == "Edit layer by layer" and controls.hidden("layers")))]
+    tabs = dict(zip(shown, st.tabs(shown)))
+    with tabs["Report"]:
+        if error is not None:
+            show_error(error)
+            if error.line:
+                st.code(annotate(source, error), language=None)
+        else:
+            st.metric("Parameters", f"{network.param_count:,}")
+            st.code(network.table(), language=None, wrap_lines=True)
+    if "Table" in tabs:
+        tabs["Table"].dataframe(network.dataframe(), hide_index=True)
+    if "Graph" in tabs:
+        tabs["Graph"].graphviz_chart(
+            network.dot(), alt="The stack as a graph: each node, and the shape on each edge")
+    if "Edit layer by layer" in tabs:
+        with tabs["Edit layer by layer"]:
+            edit_layers()
 
 if network is not None:
     # Made only once opened, as Train's stack: the export reads the ops' source files, work

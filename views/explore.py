@@ -8,6 +8,7 @@ from stacklab import StackError, Status
 from ui import figures, scripts, session, urls
 from ui.lab import (MAX_UPLOAD_BYTES, UPLOAD_LIMIT, explore_table, read_table,
                     report_html, tensor_names)
+from ui.lab import file_name, run_name
 from ui.markdown import plain, show_error
 from views import share_panel
 
@@ -106,16 +107,21 @@ except StackError as err:
     st.stop()
 
 
+# The task's own figure and its number first, the rest in tabs by what they show.
+figures.show_arranged(drawn, run.task.pattern_figure, f"explore_{job.id}_{node}")
+
+# Each file is named after the run (task, encoding, key), so the files of several runs
+# never overwrite each other in a Downloads folder; each is made only when its button is
+# clicked (deferred data).
+name = run_name(run)
+st.markdown(f"**Download run** `{name}`:")
 download = st.columns(3)
-# Each file is made only when its button is clicked (deferred data).
 download[0].download_button("model.safetensors", run.checkpoint_bytes,
-                            file_name="model.safetensors",
+                            file_name=file_name(name, "model.safetensors"),
                             key="explore_model", icon=":material/download:")
 download[1].download_button("metrics.json", run.metrics_text,
-                            file_name="metrics.json", mime="application/json",
+                            file_name=file_name(name, "metrics.json"), mime="application/json",
                             key="explore_metrics", icon=":material/download:")
 download[2].download_button("figures (report.html)", lambda: report_html(run, job.figures()),
-                            file_name="report.html", mime="text/html", key="explore_report",
-                            icon=":material/download:")
-
-figures.show_figures(drawn, f"explore_{job.id}_{node}")
+                            file_name=file_name(name, "report.html"), mime="text/html",
+                            key="explore_report", icon=":material/download:")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from .flags import config_from
-from .paths import out_dir, read_source
+from .paths import out_dir, read_source, run_dir
 from .progress import ProgressBar
 
 
@@ -26,13 +26,16 @@ def cmd_resolve(args, parser) -> None:
 
 
 def cmd_train(args, parser) -> int:
+    from ..lab.reports.compare import encoding
+    from ..lab.reports.names import name_of
     from ..lab.runs.checkpoint import run_metadata, save_checkpoint
     from ..lab.train.record import Status
     from ..lab.train.trainer import Trainer
 
     source = read_source(args.file, parser) if args.file is not None else None
     trainer = Trainer(source, config_from(args))
-    out = out_dir(args.out, parser)
+    name = name_of(trainer.task.name, encoding(trainer.network), trainer.key)
+    out = run_dir(args.out, trainer.key, name, parser)  # never another run's folder
     bar = ProgressBar(f"{trainer.task.name} T={trainer.config.seq_len}", trainer.config.steps)
     trainer.add_callback("on_batch_end", bar.show_run)
     trainer.add_callback("on_eval", lambda run: bar.show_run(run, force=True))  # fresh accuracy
@@ -58,7 +61,7 @@ def cmd_train(args, parser) -> int:
     final = run.final
     print(f"{run.status}: {run.step} steps in {run.seconds:.1f} s on {run.device}; held-out "
           f"accuracy {final['accuracy']:.2%}, loss {final['loss']:.4f}", file=sys.stderr)
-    print(f"wrote {out / 'model.safetensors'}, {out / 'metrics.json'}, {out / 'report.html'}",
+    print(f"wrote run {name} to {out}: model.safetensors, metrics.json, report.html",
           file=sys.stderr)
     if run.status == Status.DIVERGED:
         print(f"stacklab: the run diverged: {run.error}", file=sys.stderr)

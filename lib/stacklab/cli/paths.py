@@ -4,6 +4,7 @@ a path that cannot be used is a usage error (exit status 2)."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -39,4 +40,21 @@ def out_dir(path, parser: argparse.ArgumentParser) -> Path:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         parser.error(f"cannot create {str(path)!r}: {err.strerror or err}")
+    return out
+
+
+def run_dir(path, key: str, name: str, parser: argparse.ArgumentParser) -> Path:
+    """The folder ``path`` for the run ``key`` (called ``name``), made if needed; a usage
+    error when it holds another run's files (its ``run.json`` names another key), so one
+    run never overwrites another. The same run again (the same key) writes over itself."""
+    from ..lab.runs.files import RUN
+
+    out = out_dir(path, parser)
+    try:
+        held = json.loads((out / RUN).read_text(encoding="utf-8")).get("key")
+    except (OSError, ValueError, AttributeError):
+        held = None  # no run there, or not one that reads: nothing of a run to lose
+    if held is not None and held != key:
+        parser.error(f"{str(path)!r} holds another run ({str(held)[:8]}); give another "
+                     f"--out (e.g. {str(Path(path) / name)!r}) or remove that folder first")
     return out

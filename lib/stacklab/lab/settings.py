@@ -136,7 +136,10 @@ class Setting:
         return None, f"{self.name}={shown(raw)} is not {self._range_text(low, high, low_open)}"
 
     def parse_flag(self, text: str):
-        """A value from the command line (library range); ``ValueError`` says why not."""
+        """A value from the command line (library range); ``ValueError`` says why not. An
+        optional setting takes "" or "none" (any case) for off, as its help and a link say."""
+        if self.optional and text.strip().lower() in ("", "none"):
+            return None
         if self.items:
             value, problem = self._list(text, self.low, self.high)
             if problem:

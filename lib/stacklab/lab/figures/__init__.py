@@ -23,9 +23,9 @@ so a 2048-row heatmap is well under 2 MB.
 True
 """
 
-from .catalog import (COMPARED_FIGURES, FIGURES, ComparedRun, FigureContext, FigureSpec, OnTable,
+from .catalog import (COMPARED_FIGURES, FIGURES, GROUPS, ComparedRun, FigureContext, FigureSpec, OnTable,
                       RunFigure, TableContext, figure_spec)
-from .drawing import (absent_from_json, absent_reasons, compared_figures, figure_entry,
+from .drawing import (Arranged, absent_from_json, absent_reasons, arrange, compared_figures, figure_entry,
                       figure_from_entry, figures_from_json, figures_json, figures_of_table,
                       pattern_figure, run_figures)
 from .curves import (cosine_by_distance_plot, length_generalization_plot, length_probe_plot,
@@ -50,4 +50,4 @@ __all__ = ["similarity_heatmap", "query_key_heatmap", "positional_attention_heat
            "MAX_FRAMES", "MAX_TABLE_ROWS", "COMPARED_FIGURES", "ComparedRun", "compared_figures",
            "absent_reasons", "absent_from_json", "lengths_compared_plot", "fit_title",
            "wrap_title", "column_width", "SharedFigure", "shared", "figure_svg",
-           "svg_img"]
+           "svg_img", "GROUPS", "Arranged", "arrange"]

@@ -2,7 +2,8 @@
 
 `stacklab.lab.figures.drawing` loops over `FIGURES` (`run_figures`, and `figures_of_table`
 for a table from a file); the Explore page, ``report.html`` and Compare show what it returns.
-Adding a figure is one declaration here: a key, a title, when it applies, a caption and
+Adding a figure is one declaration here: a key, a title, its group (one of `GROUPS`, the
+tab of Explore and the part of ``report.html`` it shows in), when it applies, a caption and
 the function that draws it, each given the run's `FigureContext`, and, when the figure
 needs only the table, how a table from a file shows it (`OnTable`, given a `TableContext`).
 Tasks, Compare and pages name a figure by its key (`figure_spec`), never by its title.
@@ -14,7 +15,7 @@ where another run has it. A figure of several runs at once is a `ComparedFigureS
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Sequence
 
 import plotly.graph_objects as go
@@ -61,6 +62,12 @@ class OnTable:
     score: Callable[[TableContext], str] = lambda table: ""
 
 
+# The groups a page shows the figures in (Explore's tabs), in their order; each figure
+# names its own (`FigureSpec.group`).
+GROUPS: tuple[str, ...] = ("The pattern", "The position table", "Attention by layer and head",
+                           "Gradients", "Lengths", "Training")
+
+
 @dataclass(frozen=True)
 class FigureSpec:
     """One figure: its key, title, when it applies, its caption, how it is drawn, its score.
@@ -68,12 +75,14 @@ class FigureSpec:
     ``key`` is the short stable name that tasks, Compare and pages use (`figure_spec`);
     the title may be reworded freely. ``draw`` may raise `StackError` when the stack cannot
     give the figure (e.g. rows that cannot pass the ops before the attention): the figure
-    is then skipped with its reason in words, in place."""
+    is then skipped with its reason in words, in place. ``group``: one of `GROUPS`, where
+    a page shows it."""
 
     key: str
     title: str
     caption: Callable[[FigureContext], str]
     draw: Callable[[FigureContext], go.Figure]
+    group: str = field(kw_only=True)
     applies: Callable[[FigureContext], bool] = lambda ctx: True
     # why the figure is left out when it does not apply, in words ("no attention in this
     # stack"); a figure that needs a table and meets a stack without one says so itself
@@ -95,6 +104,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         lambda ctx: "Held-out loss and accuracy (and the loss of each training batch) as "
                     "training went on.",
         lambda ctx: training_curves(ctx.run.history, ctx.run.train_loss),
+        group="Training",
         applies=lambda ctx: bool(ctx.run.history), needs_table=False,
         why_not=lambda ctx: "no held-out evaluation was recorded",
         score=lambda ctx: f"final held-out accuracy {ctx.run.final['accuracy']:.1%}"),
@@ -102,6 +112,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         "length_generalization", "Length generalization",
         lambda ctx: lengths_caption(ctx.run),
         lambda ctx: length_generalization_plot(ctx.run.length_generalization, ctx.T),
+        group="Lengths",
         applies=lambda ctx: bool(ctx.run.length_generalization), needs_table=False,
         why_not=lambda ctx: "the run was not evaluated at other lengths (eval_lengths empty)",
         score=lambda ctx: lengths_score(ctx.run)),
@@ -115,6 +126,7 @@ FIGURES: tuple[FigureSpec, ...] = (
             ctx.without_table[1], ctx.without_table[0],
             title=f"Attention by position alone in {ctx.without_table[0]} (position="
                   f"\"{ctx.attention_position}\"), tokens averaged out"),
+        group="The pattern",
         applies=lambda ctx: not ctx.run.position_nodes and ctx.without_table is not None,
         why_not=lambda ctx: _no_attention_or("this stack has a learned position table", ctx),
         needs_table=False,
@@ -127,6 +139,7 @@ FIGURES: tuple[FigureSpec, ...] = (
                     "sequences: what the position encodings add (flat without any).",
         lambda ctx: offset_scores_plot(ctx.without_table[2], ctx.without_table[0],
                                        ctx.attention_position),
+        group="The pattern",
         applies=lambda ctx: not ctx.run.position_nodes and ctx.without_table is not None,
         why_not=lambda ctx: _no_attention_or("only for a stack without a learned position table",
                                              ctx),
@@ -134,6 +147,7 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec(
         "offset_encoding", OFFSET_TITLE, lambda ctx: OFFSET_CAPTION,
         lambda ctx: offset_encoding_plot(run_offset_curves(ctx.run)),
+        group="The position table",
         applies=lambda ctx: bool(run_offset_curves(ctx.run)), needs_table=False,
         why_not=lambda ctx: "no rotary or ALiBi attention in this stack"),
     FigureSpec(
@@ -142,6 +156,7 @@ FIGURES: tuple[FigureSpec, ...] = (
                     f"{ctx.untrained_note}. {ctx.look_for}",
         lambda ctx: similarity_heatmap(ctx.table, "cosine", ctx.T, title=(
             f"Cosine similarity of {ctx.node}'s rows (task {ctx.run.task.name})")),
+        group="The position table",
         score=lambda ctx: ctx.score("pattern" if ctx.table_pattern else "translation_invariance"),
         on_table=OnTable(
             lambda table: f"How alike each pair of rows of {table.name} points.",
@@ -155,6 +170,7 @@ FIGURES: tuple[FigureSpec, ...] = (
                     "Monotonicity: how steadily it falls with distance (1: always).",
         lambda ctx: cosine_by_distance_plot(ctx.scores["cosine_by_distance"]["value"],
                                             ctx.scores["cosine_by_distance"]["init"], ctx.node),
+        group="The position table",
         applies=lambda ctx: ctx.T > 2,
         why_not=lambda ctx: f"T = {ctx.T} is too short for distances",
         score=lambda ctx: ctx.score("monotonicity"),
@@ -170,6 +186,7 @@ FIGURES: tuple[FigureSpec, ...] = (
                     "the distance between the rows (1: all of it).",
         lambda ctx: similarity_heatmap(ctx.table, "dot", ctx.T,
                                        title=f"Dot product of {ctx.node}'s rows"),
+        group="The position table",
         score=lambda ctx: ctx.score("translation_invariance"),
         on_table=OnTable(
             lambda table: "The same without normalising: long rows stand out.",
@@ -180,6 +197,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         "rows_alone", "Each row alone through the rest of the stack",
         rows_alone_caption,
         lambda ctx: rows_alone_heatmap(analysis.rows_alone_scores(ctx.run, ctx.node), ctx.node),
+        group="The pattern",
         applies=lambda ctx: (run_scores.pattern_needs(ctx.run.task)
                              == run_scores.ROWS_THROUGH_STACK),
         why_not=lambda ctx: f"only for a task read from each row alone (not {ctx.run.task.name})",
@@ -190,6 +208,7 @@ FIGURES: tuple[FigureSpec, ...] = (
                     "of the table, sent through the ops before the attention and its query and "
                     f"key projections (rows sum to 1). What to look for: {ctx.run.task.pattern}",
         lambda ctx: positional_attention_heatmap(ctx.positional_attention, ctx.node),
+        group="The pattern",
         applies=lambda ctx: ctx.has_attention,
         why_not=lambda ctx: "no attention after the position table",
         score=attention_score),
@@ -198,6 +217,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         lambda ctx: "The map above at snapshots taken during training: press play or drag the "
                     "slider to watch the positions find their partners.",
         lambda ctx: attention_snapshot_heatmaps(ctx.run, ctx.node),
+        group="The pattern",
         applies=lambda ctx: len(ctx.run.attention_snapshots.get(ctx.node, ())) > 1,
         why_not=lambda ctx: "fewer than two snapshots of the attention were kept (a short run)",
         score=attention_score),
@@ -207,6 +227,7 @@ FIGURES: tuple[FigureSpec, ...] = (
                     "held-out sequences: when it matches the map by position, the model finds "
                     "its partner by position.",
         lambda ctx: attention_heatmap(*ctx.attention_map),
+        group="The pattern",
         applies=lambda ctx: ctx.has_attention,
         why_not=lambda ctx: "no attention after the position table",
         score=held_out_score),
@@ -214,6 +235,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         "heads_attention", "Attention by layer and head",
         heads_caption,
         lambda ctx: heads_attention_grid(*ctx.one_sequence, ctx.head_scores, ctx.copy_note),
+        group="Attention by layer and head",
         applies=lambda ctx: ctx.has_any_attention, needs_table=False,
         why_not=lambda ctx: "no attention in this stack",
         score=largest_head_score),
@@ -221,6 +243,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         "head_scores", "Head scores",
         head_scores_caption,
         lambda ctx: head_scores_heatmaps(ctx.head_scores),
+        group="Attention by layer and head",
         applies=lambda ctx: ctx.has_any_attention, needs_table=False,
         why_not=lambda ctx: "no attention in this stack",
         score=largest_head_score),
@@ -229,6 +252,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         lambda ctx: "The cosine heatmap at snapshots taken during training: press play or drag "
                     "the slider to watch the pattern form from random rows.",
         lambda ctx: snapshot_heatmaps(ctx.run, ctx.node),
+        group="The position table",
         applies=lambda ctx: len(ctx.run.snapshots.get(ctx.node, ())) > 1,
         why_not=lambda ctx: "fewer than two snapshots of the table were kept (a short run)"),
     FigureSpec(
@@ -237,6 +261,7 @@ FIGURES: tuple[FigureSpec, ...] = (
                     f"first {ctx.T} rows are used by training sequences, so the rest receive "
                     "exactly zero.",
         lambda ctx: grad_norm_plot(ctx.run.row_grad_norm[ctx.node], ctx.T),
+        group="Gradients",
         score=grad_score),
     FigureSpec(
         "drift", "Drift from initialisation",
@@ -245,6 +270,7 @@ FIGURES: tuple[FigureSpec, ...] = (
             "towards zero." if ctx.run.config.weight_decay > 0 else
             "without weight decay the untrained rows do not move at all."),
         lambda ctx: drift_plot(ctx.run.row_drift(ctx.node), ctx.T, ctx.run.config.weight_decay),
+        group="Gradients",
         score=drift_score),
     FigureSpec(
         "pca_2d", "PCA of the rows (2D)",
@@ -253,6 +279,7 @@ FIGURES: tuple[FigureSpec, ...] = (
                     "and joined in order. The probe error: how far, in positions, a linear "
                     "read-out of the index from a row is off.",
         lambda ctx: pca_plot(ctx.table, ctx.T, 2),
+        group="The position table",
         score=lambda ctx: ctx.score("position_probe_error"),
         on_table=OnTable(
             lambda table: "Each row on the two directions along which the rows differ most.",
@@ -262,6 +289,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         "pca_3d", "PCA of the rows (3D)",
         lambda ctx: "The same on three principal components: drag to rotate.",
         lambda ctx: pca_plot(ctx.table, ctx.T, 3),
+        group="The position table",
         applies=lambda ctx: ctx.table.shape[1] >= 3,
         why_not=lambda ctx: "the table has fewer than 3 columns",
         on_table=OnTable(lambda table: "The same on three principal components.",
@@ -271,6 +299,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         "length_probe", "Length probe",
         probe_caption,
         lambda ctx: length_probe_plot(ctx.probe),
+        group="Lengths",
         applies=lambda ctx: ctx.spare_rows,
         why_not=lambda ctx: f"the table has no rows past T = {ctx.T}: nothing to probe",
         score=probe_score),
@@ -281,6 +310,7 @@ FIGURES: tuple[FigureSpec, ...] = (
                     "subtracted, or the sinusoid's nearly constant slow columns make every pair "
                     "look alike). r: how alike the two maps are (1: the same pattern).",
         lambda ctx: learned_vs_sinusoidal(ctx.table, ctx.T),
+        group="The position table",
         applies=lambda ctx: ctx.T > 2,
         why_not=lambda ctx: f"T = {ctx.T} is too short to compare",
         score=lambda ctx: f"resemblance to the sinusoid r = "
@@ -336,6 +366,7 @@ COMPARED_FIGURES: tuple[ComparedFigureSpec, ...] = (
 
 _BY_KEY = {spec.key: spec for spec in FIGURES}
 assert len(_BY_KEY) == len(FIGURES), "two figures share a key"
+assert all(spec.group in GROUPS for spec in FIGURES), "a figure's group is not one of GROUPS"
 
 
 def figure_spec(key: str) -> FigureSpec:

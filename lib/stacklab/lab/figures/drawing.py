@@ -6,11 +6,12 @@ pattern figure (`pattern_figure`), the figures a table from a file shows
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 
 import plotly.graph_objects as go
 
 from ...core.errors import StackError
-from .catalog import (COMPARED_FIGURES, FIGURES, ComparedRun, FigureContext, FigureSpec, OnTable,
+from .catalog import (COMPARED_FIGURES, FIGURES, GROUPS, ComparedRun, FigureContext, FigureSpec, OnTable,
                       RunFigure, TableContext, figure_spec)
 from .style import fit_title, shared
 
@@ -87,6 +88,47 @@ def run_figures(run, node: str | None = None) -> list[RunFigure]:
 
 def _figures(ctx: FigureContext) -> list[RunFigure]:
     return [_drawn(spec, ctx) for spec in FIGURES if _applies(spec, ctx)]
+
+
+class Arranged(NamedTuple):
+    """A run's figures as a page leads with them (`arrange`): the task's own pattern
+    figure first, the others by `GROUPS` (only the groups that have one, in order), and
+    those the stack could not give, once each as ``(title, reason)``."""
+
+    lead: RunFigure | None
+    groups: dict[str, list[RunFigure]]
+    not_drawn: list[tuple[str, str]]
+
+
+OTHER_GROUP = "Other"  # a figure not of `FIGURES` (a key a newer version stored, none)
+
+
+def arrange(drawn: list[RunFigure], pattern_key: str) -> Arranged:
+    """``drawn`` (`run_figures`, or as stored) arranged to lead with the figure of
+    ``pattern_key`` (a task's ``pattern_figure``; the cosine map, or the attention by
+    position of a table-less stack, when it was not drawn)."""
+    shown = [figure for figure in drawn if not figure.skipped]
+    keys = [figure.key for figure in shown]
+    lead_key = next((key for key in (pattern_key, PATTERN_FALLBACK, PATTERN_WITHOUT_TABLE)
+                     if key in keys), None)
+    lead = shown[keys.index(lead_key)] if lead_key is not None else None
+    groups: dict[str, list[RunFigure]] = {}
+    for figure in shown:
+        if figure is not lead:
+            spec = _BY_KEY.get(figure.key)
+            groups.setdefault(spec.group if spec else OTHER_GROUP, []).append(figure)
+    order = [*GROUPS, OTHER_GROUP]
+    return Arranged(lead, dict(sorted(groups.items(), key=lambda item: order.index(item[0]))),
+                    [(figure.title, _reason(figure.caption)) for figure in drawn
+                     if figure.skipped])
+
+
+def _reason(caption: str) -> str:
+    """What a skipped figure's caption (``Skipped: why. fix``) says, without the word."""
+    return caption.removeprefix("Skipped: ")
+
+
+_BY_KEY = {spec.key: spec for spec in FIGURES}
 
 
 def figures_of_table(table: TableContext) -> list[RunFigure]:

@@ -110,14 +110,16 @@ def _pick_frames(count: int, limit: int = MAX_FRAMES) -> list[int]:
 
 def _animation(frames: list[tuple[int, np.ndarray]], n: int, *, title: str, value_text: str,
                colors: dict, axes: tuple[str, str], trained_len: int | None = None) -> go.Figure:
-    """One heatmap per ``(step, z)`` frame, with a step slider and play/pause."""
-    fig = go.Figure(heatmap_trace(frames[0][1], x_title="row", y_title="row",
+    """One heatmap per ``(step, z)`` frame, with a step slider and play/pause. It opens on
+    the last frame (what training made; the first is a flat random start); Play runs
+    every frame from the first."""
+    fig = go.Figure(heatmap_trace(frames[-1][1], x_title="row", y_title="row",
                                   value_text=value_text, colors=colors))
     fig.frames = [go.Frame(data=[go.Heatmap(z=as_float32(z))], name=str(step))
                   for step, z in frames]
     animate = dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))
     slider = dict(
-        active=0, x=0.22, len=0.78, y=0, yanchor="top", pad=dict(t=60),
+        active=len(frames) - 1, x=0.22, len=0.78, y=0, yanchor="top", pad=dict(t=60),
         currentvalue=dict(prefix="training step ", font=dict(size=13), xanchor="right"),
         steps=[dict(label=str(step), method="animate", args=[[str(step)], animate])
                for step, _ in frames],
@@ -126,7 +128,7 @@ def _animation(frames: list[tuple[int, np.ndarray]], n: int, *, title: str, valu
                 pad=dict(t=70, r=10), showactive=False, buttons=[
                     dict(label="▶ Play", method="animate",
                          args=[None, dict(frame=dict(duration=250, redraw=True),
-                                          transition=dict(duration=0), fromcurrent=True)]),
+                                          transition=dict(duration=0), fromcurrent=False)]),
                     dict(label="❚❚ Pause", method="animate", args=[[None], animate]),
                 ])
     shown = frames[0][1].shape[0]

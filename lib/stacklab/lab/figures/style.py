@@ -154,7 +154,10 @@ def wrap_title(text: str, width: int, font: int = TITLE_FONT) -> str:
 
 def fit_title(fig: go.Figure, width: int = DRAWN_WIDTH) -> go.Figure:
     """Wrap ``fig``'s title for a figure ``width`` px wide and give the lines room in the
-    top margin (in place; idempotent). Returns ``fig``."""
+    top margin (in place; idempotent). Returns ``fig``.
+
+    Subplot titles of the top row stand in the top margin too, under the title: the
+    margin then holds both, and the title is pinned to the top so that they never meet."""
     title = fig.layout.title.text
     if not title:
         return fig
@@ -162,9 +165,23 @@ def fit_title(fig: go.Figure, width: int = DRAWN_WIDTH) -> go.Figure:
     lines = wrapped.count("<br>") + 1
     if wrapped != title:
         fig.update_layout(title_text=wrapped)
-    if lines > 2 or fig.layout.margin.t is not None:
-        fig.update_layout(margin_t=40 + _TITLE_LINE * lines)
+    room = _top_titles_room(fig)
+    if room:
+        fig.update_layout(title=dict(yref="container", y=1.0, yanchor="top", pad_t=14))
+    if lines > 2 or fig.layout.margin.t is not None or room:
+        fig.update_layout(margin_t=40 + _TITLE_LINE * lines + room)
     return fig
+
+
+_SUBTITLE_LINE = 16  # px a line of a subplot title takes (plotly's annotations: 11-14 px)
+
+
+def _top_titles_room(fig: go.Figure) -> int:
+    """The px that the subplot titles of the top row take above the plots (0 for none)."""
+    lines = [str(note.text).count("<br>") + 1 for note in fig.layout.annotations or ()
+             if note.text and note.yref == "paper" and (note.y or 0) >= 0.999
+             and note.yanchor == "bottom"]
+    return _SUBTITLE_LINE * max(lines) + 8 if lines else 0
 
 
 class SharedFigure(go.Figure):

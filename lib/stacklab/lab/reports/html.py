@@ -13,7 +13,7 @@ import html
 
 import plotly.io as pio
 
-from ..figures import run_figures
+from ..figures import arrange, run_figures
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 980px; margin: 2em auto; padding: 0 1em;
@@ -24,6 +24,8 @@ section.figure { margin: 2.5em 0; }
 p.caption { color: #444; }
 p.score { font-weight: 600; margin: 0.2em 0; }
 p.error { color: #a00; }
+div.group { font-size: 1.6em; font-weight: 700; margin: 2em 0 0; padding-top: 0.4em;
+            border-top: 3px solid #ddd; }
 """
 
 
@@ -76,17 +78,34 @@ def report_html(run, drawn=None) -> str:
         "<h2>Network</h2>",
         f"<pre class='network'>{esc(run.network.table())}</pre>",
     ]
-    parts += figure_sections(drawn or run_figures(run))
+    parts += arranged_sections(arrange(drawn or run_figures(run), task.pattern_figure))
     return html_page(f"stacklab run: {task.name}", parts)
 
 
-def figure_sections(figures) -> list[str]:
+def arranged_sections(arranged) -> list[str]:
+    """A run's figures as Explore shows them (`arrange`): the pattern figure first, then
+    each group under its name, and the figures the stack could not give listed once."""
+    esc = html.escape
+    parts = figure_sections([arranged.lead] if arranged.lead is not None else [])
+    inlined = bool(parts)  # plotly.js goes with the first figure of the page
+    for group, found in arranged.groups.items():
+        parts.append(f"<div class='group'>{esc(group)}</div>")
+        parts += figure_sections(found, with_plotlyjs=not inlined)
+        inlined = True
+    if arranged.not_drawn:
+        parts.append("<div class='group'>Not drawn for this run</div><ul>" + "".join(
+            f"<li><strong>{esc(title)}</strong>: {esc(reason)}</li>"
+            for title, reason in arranged.not_drawn) + "</ul>")
+    return parts
+
+
+def figure_sections(figures, with_plotlyjs: bool = True) -> list[str]:
     """One ``<section>`` per `RunFigure` (title, score, caption, the figure); plotly.js is
-    inlined once, with the first."""
+    inlined once, with the first (unless ``with_plotlyjs`` is false: inlined already)."""
     esc = html.escape
     sections = []
     for index, drawn_figure in enumerate(figures):
-        div = figure_div(drawn_figure.figure, with_plotlyjs=index == 0)
+        div = figure_div(drawn_figure.figure, with_plotlyjs=with_plotlyjs and index == 0)
         score = (f"<p class='score'>{esc(drawn_figure.score)}</p>" if drawn_figure.score else "")
         sections.append(f"<section class='figure'><h2>{esc(drawn_figure.title)}</h2>{score}"
                         f"<p class='caption'>{esc(drawn_figure.caption)}</p>{div}</section>")
