@@ -3,7 +3,8 @@
     stacklab resolve FILE|- --input B,12 [--input-dtype int64] [--dtype float32] [--json]
     stacklab train [FILE|-] --task NAME [--seq-len T] [--steps N] [--batch-size N] [--lr X]
                    [--weight-decay X] [--seed S] [--device auto|cpu|cuda|mps]
-                   [--target-accuracy X] [--eval-lengths LENGTHS] --out DIR
+                   [--target-accuracy X] [--eval-lengths LENGTHS] [--random-positions N]
+                   [--rope-scaling linear|ntk|yarn] [--rope-factor X] --out DIR
     stacklab compare RUN RUN... --out DIR        (RUN: a folder of `train --out`, or a run key)
     stacklab sweep --task NAME --stack FILE [--stack FILE ...] [--seeds 0-4] [--workers N]
                    [the train flags but --seed] --out DIR
