@@ -427,6 +427,6 @@ def test_a_damaged_figures_file_makes_the_run_damaged_never_a_page_error(tmp_pat
         for _ in range(2):
             with pytest.raises(StackError) as caught:
                 job.figures()
-            assert caught.value.code == "E_VALUE"
+            assert caught.value.code == "E_DAMAGED"
             assert f"run {run.key} is damaged" in caught.value.message and caught.value.hint
     assert sum("is damaged" in r.getMessage() for r in caplog.records) == 1

@@ -186,8 +186,9 @@ SPEC = register(OpSpec(
             minimum=1, maximum=4096),
         Arg("causal", bool, "Let each position attend only to itself and earlier positions.",
             default=False, positional=False),
-        Arg("position", str, "Where positions come in inside the attention: an "
-            "encoding of the description's list.", default="none", positional=False, choices=POSITIONS),
+        Arg("position", str, "Where positions come in inside the attention: "
+            + ", ".join(POSITIONS) + " (each described above).", default="none",
+            positional=False, choices=POSITIONS),
         Arg("buckets", int, "Distance buckets of position=\"relative\", positions CoPE counts "
             "to with position=\"cope\" (ignored otherwise).",
             default=32, positional=False, minimum=2, maximum=1024),

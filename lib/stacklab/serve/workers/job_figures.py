@@ -172,11 +172,13 @@ class JobFigures:
         return run_figures(whole, node)
 
     def _damaged(self, err: BaseException) -> StackError:
-        if not self._damage_logged:
-            self._damage_logged = True
+        """The run's damage as the page shows it; logged once (the store logs its own)."""
+        said_by_store = isinstance(err, StackError) and err.message.startswith("run ")
+        if not self._damage_logged and not said_by_store:
             log.warning("run %s is damaged: its figures.json does not read (%s: %s)", self.key,
                         type(err).__name__, str(err)[:200])
-        return StackError("E_VALUE", f"run {self.key} is damaged: its stored figures do not "
+        self._damage_logged = True
+        return StackError("E_DAMAGED", f"run {self.key} is damaged: its stored figures do not "
                           "read", hint="train it again (press Train), or open another run")
 
 
