@@ -19,7 +19,7 @@ def texts(at, *kinds) -> str:
 
 
 def test_build_names_the_task_and_preset_it_holds_on_first_open():
-    at = app()
+    at = app().switch_page("views/build.py").run()  # Home is the first page
     assert "This is the preset of task reverse for T = 16" in texts(at, "caption")
     at = app(stack="linear(4)", input="B,16")
     assert "This is a stack of your own" in texts(at, "caption")
