@@ -497,14 +497,28 @@ def test_a_rope_stack_with_eval_lengths_trains_from_the_train_page():
     assert "length 32" in scores and "partner attention" in scores
 
 
+def wait_for_table(at, timeout=120.0):
+    """Rerun Explore (as its poller does) while a worker analyses the table."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        at.run()
+        if not at.get("progress"):  # the progress bar goes when the analysis ends
+            return at
+        time.sleep(0.3)
+    raise AssertionError("the table's analysis did not end")
+
+
 def test_an_uploaded_file_is_parsed_once_not_on_every_rerun():
     """Issue 28: a safetensors upload of many tensors was parsed again on every rerun. The
     list of its tensors is kept in the session by the file's hash and reused while the file
-    stays; another file is parsed anew."""
+    stays; another file is parsed anew. (At most `MAX_LISTED` of its tensors are offered:
+    the bound issue 28 asked for; this test once expected all 300.)"""
     import hashlib
 
     import numpy as np
     from safetensors.numpy import save
+
+    from stacklab.lab.reports.table_file import MAX_LISTED
 
     rng = np.random.default_rng(0)
     data = save({f"layer{i}.wpe": rng.normal(size=(16, 8)).astype("float32") for i in range(300)})
@@ -513,9 +527,9 @@ def test_an_uploaded_file_is_parsed_once_not_on_every_rerun():
     at.file_uploader(key="explore_upload").upload("tables.safetensors", data).run()
     assert not at.exception and not at.error
     kept = at.session_state["explore_upload_names"]
-    assert kept[0][0] == hashlib.sha256(data).hexdigest() and len(kept[1]) == 300
-    at.selectbox(key="explore_upload_key").select("layer7.wpe").run()
-    at.run()
+    assert kept[0][0] == hashlib.sha256(data).hexdigest() and len(kept[1]) == MAX_LISTED
+    at.selectbox(key="explore_upload_key").select("layer10.wpe").run()
+    wait_for_table(at)
     assert at.session_state["explore_upload_names"] is kept  # not parsed again
     assert "Table of shape **[16, 8]**" in " ".join(m.value for m in at.markdown)
     other = save({"wpe": rng.normal(size=(16, 8)).astype("float32"),
