@@ -249,7 +249,7 @@ class TableJobs:
         name = job.request.name[:120]
         if timed_out:
             return None, StackError("E_BUDGET", f"{name}: analysing the table took more than "
-                                    f"{self.seconds:.0f} s, a run's time limit on this server",
+                                    f"{self.seconds:g} s, a run's time limit on this server",
                                     hint="give a narrower table or fewer rows")
         if analysed is None:
             job.lost = exitcode != -9  # out of memory is the file's doing: kept as refused
@@ -272,7 +272,7 @@ class TableJobs:
             for key in [key for key, job in self._jobs.items() if job.lost]:
                 del self._jobs[key]
             kept = sum(job.result.bytes for job in self._jobs.values() if job.result)
-            for key in list(self._jobs):
+            for key in list(self._jobs)[:-1]:  # the newest asked for stays, whatever its size
                 if kept <= self.kept_bytes and len(self._jobs) <= MAX_TABLES_KEPT:
                     break
                 job = self._jobs[key]

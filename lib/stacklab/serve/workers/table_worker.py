@@ -60,6 +60,7 @@ def analyse(conn, request: TableRequest, memory_bytes: int, threads: int | None,
     """The child's whole life: analyse ``request`` and send `Stage`s, then `Analysed`."""
     try:
         torch.set_num_threads(threads or os.cpu_count() or 1)
+        torch.ones(1 << 20).add_(1)  # torch's worker threads start now, outside the limit
         _lower_priority(nice)
         _limit_memory(memory_bytes)
         result = table_result(request, lambda text, done: conn.send(encode(Stage(text, done))))
