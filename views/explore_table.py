@@ -33,8 +33,8 @@ def section() -> None:
 
 def server_model(offered: list[tuple[str, str]]):
     """The job of the model picked from ``offered``, or None."""
-    picked = st.selectbox("Model", offered, key=state.key("server_model"),
-                          format_func=lambda item: f"{item[1]} ({item[0]})")
+    labels = {f"{name} ({where})": (where, name) for where, name in offered}
+    picked = labels.get(st.selectbox("Model", list(labels), key=state.key("server_model")))
     key = st.text_input("Tensor (leave empty: found by the model's layout)", max_chars=300,
                         key=state.key("server_key")).strip() or None
     if picked is None:
