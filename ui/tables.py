@@ -115,8 +115,9 @@ def run_downloads(run, report) -> None:
 
 
 def nothing_below(shown: bool) -> None:
-    """After a table's results: stop the page when it has no run to show under them (the
-    "No finished run yet" of a session that never trained would read as about the table)."""
+    """After a table's results (or its progress): stop the page when it has no run to show
+    under them (the "No finished run yet" of a session that never trained would read as
+    about the table)."""
     if shown and session.latest_run() is None and not any(
             job.view(session.owner()).active for job in session.pool().jobs_of(session.owner())):
         st.stop()

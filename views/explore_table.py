@@ -18,13 +18,13 @@ UPLOADED, ON_SERVER = "an uploaded table", "a model on this server"
 
 
 def section() -> None:
-    """The section, in an expander open while it shows a table; when it shows one and
-    the session has no run, the page ends under it."""
+    """The section, in an expander open while it shows a table (or its progress); then,
+    when the session has no run, the page ends under it."""
     with st.expander("A real model's positions (GPT-2, BERT, OPT, RoBERTa, rotary, ALiBi): "
                      "a model on this server, or an uploaded table",
                      expanded=bool(state.get("table_shown"))):
         offered = tables.server_models(str(tables.models_dir() or "") or None)
-        source = (st.radio("From", [ON_SERVER, UPLOADED], horizontal=True,
+        source = (st.radio("From", [UPLOADED, ON_SERVER], horizontal=True,
                            key=state.key("source")) if offered else UPLOADED)
         job = server_model(offered) if source == ON_SERVER else table_from_a_file()
         state["table_shown"] = job is not None and show(job, source == UPLOADED)
@@ -85,10 +85,10 @@ def refused(err: StackError) -> None:
 
 
 def show(job, uploaded: bool) -> bool:
-    """The job's progress, its refusal, or its result; True once a result is shown."""
+    """The job's progress, its refusal, or its result; False for a refusal."""
     view = tables.wait_for(job)
     if view.active:
-        return False
+        return True
     if view.error is not None:
         if uploaded:
             refused(view.error)

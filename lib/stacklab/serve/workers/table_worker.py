@@ -100,7 +100,7 @@ def table_result(request: TableRequest, stage) -> dict:
     if request.source == UPLOAD:
         table = read_table(request.name, request.key, data=request.data,
                            max_bytes=MAX_UPLOAD_BYTES)
-        name, read = request.key or Path(request.name).stem, None
+        name, read = request.key or request.name.rsplit(".", 1)[0], None  # as uploaded
     else:
         config = model_config(request.name)
         label = Path(request.name).name or request.name
