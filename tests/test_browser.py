@@ -581,7 +581,7 @@ def test_explore_draws_a_servers_model_and_says_why_an_upload_is_refused(server,
     page = context.new_page()
     page.goto(f"{server}/explore")
     page.get_by_text("A real model's positions").first.click()
-    page.get_by_text("a model on this server").first.click()
+    page.get_by_text("a model on this server", exact=True).first.click()
     page.get_by_text("Table of shape [1024, 768]").first.wait_for(timeout=180_000)
     page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
     body = page.inner_text("body")
@@ -591,12 +591,12 @@ def test_explore_draws_a_servers_model_and_says_why_an_upload_is_refused(server,
     page.wait_for_timeout(1500)
     page.screenshot(path=str(UPLOAD_SHOTS / "explore-real-model.png"))
     page.screenshot(path=str(UPLOAD_SHOTS / "explore-real-model-full.png"), full_page=True)
-    page.get_by_text("gpt2 (models folder)").first.click()
+    page.locator("[data-testid=stSelectbox]").first.click()
     page.get_by_role("option", name="llama (models folder)").click()
     page.get_by_text("What an offset alone gives (rotary and ALiBi)").first.wait_for(timeout=120_000)
     page.wait_for_timeout(1500)
     page.screenshot(path=str(UPLOAD_SHOTS / "explore-rotary.png"))
-    page.get_by_text("an uploaded table").first.click()
+    page.get_by_text("an uploaded table", exact=True).first.click()
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
         {"name": "pytorch_model.bin", "mimeType": "application/octet-stream",
          "buffer": b"\x80\x04 a pickled checkpoint"})

@@ -77,11 +77,11 @@ def table_from_a_file():
 
 
 def refused(err: StackError) -> None:
-    """Why a file was refused, on the page, and how to extract the table alone."""
+    """Why a file was refused, on the page, and how to extract the table alone (the line
+    under the uploader)."""
     show_error(err, "This file cannot be shown: ")
-    st.markdown("To upload only the position table of a checkpoint, run this where the "
-                "checkpoint is:")
-    st.code(extract_snippet(), language="python", wrap_lines=True)
+    st.markdown("To upload only the position table of a checkpoint, run the line above where "
+                "the checkpoint is, then upload `wpe.safetensors`.")
 
 
 def show(job, uploaded: bool) -> bool:

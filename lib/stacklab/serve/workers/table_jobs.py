@@ -86,6 +86,7 @@ class TableResult:
     scores: dict
     figures: tuple[RunFigure, ...]
     bytes: int  # the figures' JSON: what keeping this result costs
+    cpu_seconds: float | None = None  # the worker's CPU time for it
 
 
 @dataclass(frozen=True)
@@ -287,4 +288,4 @@ def _result(raw: dict) -> TableResult:
     drawn = tuple(figure for figure in map(figure_from_entry, entries) if figure is not None)
     return TableResult(str(raw.get("name")), raw.get("read"), raw.get("shape"),
                        dict(raw.get("scores") or {}), drawn,
-                       sum(len(entry[2]) for entry in entries))
+                       sum(len(entry[2]) for entry in entries), raw.get("cpu_seconds"))

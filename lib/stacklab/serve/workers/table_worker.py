@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import resource
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,7 +64,9 @@ def analyse(conn, request: TableRequest, memory_bytes: int, threads: int | None,
         torch.ones(1 << 20).add_(1)  # torch's worker threads start now, outside the limit
         _lower_priority(nice)
         _limit_memory(memory_bytes)
+        started = time.process_time()
         result = table_result(request, lambda text, done: conn.send(encode(Stage(text, done))))
+        result["cpu_seconds"] = round(time.process_time() - started, 2)  # what it cost
         conn.send(encode(Analysed(result, None)))
     except StackError as err:
         _send(conn, Analysed(None, (err.code, err.message, err.hint)))
