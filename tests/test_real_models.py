@@ -379,3 +379,32 @@ def test_a_check_sees_the_declared_shape_before_the_table_is_read(tmp_path):
         read_position_table(path, check=lambda where, shape: (seen.append(shape),
                                                              check_shape(where, shape)))
     assert seen == [(4, 9000)] and refused.value.code == "E_BUDGET"
+
+
+def test_a_cached_model_is_analysed_by_name_as_a_worker_does(saved, tmp_path, monkeypatch):
+    """Explore's pick from the server's Hugging Face cache: the request names the model
+    (its identity the snapshot's files), and the worker's function reads and draws it."""
+    from huggingface_hub import constants
+
+    from stacklab.serve.workers.table_jobs import model_request
+    from stacklab.serve.workers.table_worker import table_result
+
+    folder, _ = saved["bert"]
+    snapshot = tmp_path / "models--org--tiny-bert" / "snapshots" / ("b" * 40)
+    snapshot.mkdir(parents=True)
+    for file in folder.iterdir():
+        (snapshot / file.name).write_bytes(file.read_bytes())
+    (tmp_path / "models--org--tiny-bert" / "refs").mkdir()
+    (tmp_path / "models--org--tiny-bert" / "refs" / "main").write_text("b" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    request = model_request("org/tiny-bert", cached=True)
+    stages = []
+    result = table_result(request, lambda text, done: stages.append(done))
+    assert result["name"] == "embeddings.position_embeddings.weight" and "layout bert" in result["read"]
+    assert result["shape"] == [40, 16] and "cosine" in [entry[4] for entry in result["figures"]]
+    assert stages == sorted(stages) and stages[-1] < 1
+    (snapshot / "model.safetensors").write_bytes((folder / "model.safetensors").read_bytes() + b"")
+    import os
+
+    os.utime(snapshot / "model.safetensors", ns=(1, 1))  # the checkpoint replaced
+    assert model_request("org/tiny-bert", cached=True).identity != request.identity

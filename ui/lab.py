@@ -15,8 +15,7 @@ from stacklab.lab.reports.compare import (MAX_COMPARED, TABLE_NOTE, aligned_rows
                                           compared, encoding, length_rows, replaced, table_rows)
 from stacklab.lab.models import cached_models, extract_snippet, model_under, models_under
 from stacklab.lab.reports.html import report_html, table_report_html
-from stacklab.lab.reports.table_file import (MAX_UPLOAD_BYTES, UPLOAD_LIMIT, explore_table,
-                                             read_table, tensor_names)
+from stacklab.lab.reports.table_file import MAX_UPLOAD_BYTES, UPLOAD_LIMIT, tensor_names
 from stacklab.lab.settings import SETTINGS
 from stacklab.serve.limits import (MAX_LINK_STACK_CHARS, MAX_STACK_CHARS, MODELS_DIR_ENV,
                                    PARAM_BUDGET_BYTES, SESSION_TTL_SECONDS)
@@ -39,8 +38,7 @@ __all__ = [
     "MAX_COMPARED", "SETTINGS", "TABLE_NOTE", "aligned_rows", "available_devices", "column_help",
     "compared", "encoding", "length_rows", "parse_compare", "replaced", "table_rows",
     # Explore
-    "MAX_UPLOAD_BYTES", "UPLOAD_LIMIT", "explore_table", "read_table", "report_html",
-    "tensor_names",
+    "MAX_UPLOAD_BYTES", "UPLOAD_LIMIT", "report_html", "tensor_names",
     # Explore's real-model section (views/explore_table.py, ui/tables.py)
     "MODELS_DIR_ENV", "TableView", "cached_models", "extract_snippet", "model_request",
     "model_under", "models_under", "table_report_html", "upload_request",
