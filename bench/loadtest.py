@@ -32,7 +32,12 @@ Scenarios (students arrive over ``ARRIVAL_SECONDS``):
   link alone on the idle server, then 100 students and the browser open it together;
 - ``seeds_30_hostile``: 30 other seeds plus one hostile (agent) student who opens the
   review's worst links (`HOSTILE`): two that must be refused before Train (``E_BUDGET``)
-  and a million-row table, trained and then opened on Explore.
+  and a million-row table, trained and then opened on Explore;
+- ``uploads_30``: a quiet class on the teacher's link, then a second class (another seed)
+  while three Chromium tabs upload a wide table each on Explore at once (`WIDE`, the
+  security review's 15.9 MB upload that once took 36 s and 0.8 GB in the server process):
+  the students' p95 beside the quiet one, each upload's seconds to its scores on the page,
+  and the server process's peak memory (the analyses run in worker processes).
 
 Measured per scenario: p50/p95/max of the students' times, the browser's, the number of
 trainings on the scenario's server (the pool's log lines and the run store's folders), the server process's CPU
@@ -523,12 +528,111 @@ def run_link(server: Server, students: int) -> dict:
             "browser_alone_median_s": round(statistics.median(alone), 2), **report}
 
 
+WIDE = (1024, 3880)  # rows x width of float32: 15.9 MB, under the 16 MB upload limit
+UPLOAD_SECTION = "A real model's positions"  # Explore's expander with the uploader
+
+
+def wide_npy(seed: int) -> bytes:
+    import io
+
+    import numpy as np
+
+    buffer = io.BytesIO()
+    np.save(buffer, np.random.default_rng(seed).normal(size=WIDE).astype("float32"))
+    return buffer.getvalue()
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """The largest resident memory process ``pid`` has had (VmHWM), in MB."""
+    try:
+        line = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                    if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return None
+    return round(int(line.split()[1]) / 1024, 1)
+
+
+class Uploaders(threading.Thread):
+    """Three tabs of one Chromium on Explore, each uploading a wide table of its own at the
+    same moment (`go`); ``seconds`` from each upload to its scores (or refusal) on the page."""
+
+    def __init__(self, base: str, count: int = 3):
+        super().__init__(daemon=True)
+        self.base, self.count = base, count
+        self.ready, self.go = threading.Event(), threading.Event()
+        self.seconds: list[float] = []
+        self.status = "waiting"
+
+    def run(self) -> None:
+        from playwright.sync_api import sync_playwright
+
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+                pages = [self.open(browser) for _ in range(self.count)]
+                files = [wide_npy(seed) for seed in range(self.count)]  # three analyses
+                self.ready.set()
+                self.go.wait()
+                self.seconds, self.status = self.upload(pages, files), "finished"
+                browser.close()
+        except Exception as err:  # noqa: BLE001 - a load test reports, it does not stop
+            self.status = f"error: {type(err).__name__}: {err}"[:300]
+        finally:
+            self.ready.set()
+
+    def open(self, browser):
+        page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+        page.goto(f"{self.base}/explore", timeout=STUDENT_TIMEOUT * 1000)
+        page.get_by_text(UPLOAD_SECTION).first.click(timeout=STUDENT_TIMEOUT * 1000)
+        page.locator("input[type=file]").wait_for(state="attached", timeout=60_000)
+        return page
+
+    def upload(self, pages, files) -> list[float]:
+        started = []
+        for seed, (page, data) in enumerate(zip(pages, files)):
+            page.locator("input[type=file]").set_input_files(
+                {"name": f"wide-{seed}.npy", "mimeType": "application/octet-stream",
+                 "buffer": data})
+            started.append(time.monotonic())
+        seconds: dict[int, float] = {}
+        deadline = time.monotonic() + 2 * STUDENT_TIMEOUT
+        while len(seconds) < len(pages) and time.monotonic() < deadline:
+            for index, page in enumerate(pages):
+                if index not in seconds and page.evaluate(
+                        "() => /Table of shape|E_BUDGET|E_VALUE/.test(document.body.innerText)"):
+                    seconds[index] = time.monotonic() - started[index]
+            time.sleep(0.5)
+        if len(seconds) < len(pages):
+            raise TimeoutError(f"{len(pages) - len(seconds)} uploads not shown in time")
+        for page in pages:
+            if "Table of shape" not in page.inner_text("body"):
+                raise RuntimeError("an upload was refused: " + page.inner_text("body")[-300:])
+        return [round(seconds[index], 1) for index in range(len(pages))]
+
+
+def uploads_during_a_class(server: Server, students: int) -> dict:
+    """A quiet class, then the same class (another seed: a training of its own) while three
+    tabs upload wide tables; the students' times side by side."""
+    quiet = crowd(server, [link_query(seed="4000")] * students, None)
+    uploaders = Uploaders(server.base)
+    uploaders.start()
+    uploaders.ready.wait(300)
+    uploaders.go.set()
+    report = crowd(server, [link_query(seed="4001")] * students, None)
+    uploaders.join(4 * STUDENT_TIMEOUT)
+    return {**report, "quiet_link_to_pattern_s": quiet["link_to_pattern_s"],
+            "quiet_statuses": quiet["statuses"], "uploads_s": uploaders.seconds,
+            "uploads_status": uploaders.status, "upload_shape": list(WIDE),
+            "server_peak_rss_mb": peak_rss_mb(server.process.pid)}
+
+
 SCENARIOS = {
     "one_link_30": lambda server: one_link(server, class_size(30)),
     "one_link_100": lambda server: one_link(server, class_size(100)),
     "seeds_30": lambda server: seeds(server, class_size(30), 2000),
     "run_link_100": lambda server: run_link(server, class_size(100)),
     "seeds_30_hostile": lambda server: seeds(server, class_size(30), 3000, hostile=True),
+    "uploads_30": lambda server: uploads_during_a_class(server, class_size(30)),
 }
 TARGETS = {  # scenario -> (measure, at most); issue 20's lecture-hall targets
     "one_link_100": [("p95", 3.0)],
@@ -557,6 +661,11 @@ def targets(result: dict) -> dict[str, bool]:
     for scenario, report in result["scenarios"].items():
         met[f"{scenario}: every student finished"] = report["statuses"] == {
             "finished": report["students"]}
+    uploads = result["scenarios"].get("uploads_30")
+    if uploads is not None:
+        met["uploads_30: every upload drawn"] = uploads["uploads_status"] == "finished"
+        met["uploads_30: the quiet class finished"] = uploads["quiet_statuses"] == {
+            "finished": uploads["students"]}
     hostile = result["scenarios"].get("seeds_30_hostile", {}).get("hostile_student")
     if hostile is not None:
         met["hostile student handled"] = all(v["as_expected"] for v in hostile.values())
@@ -567,8 +676,10 @@ def row(name: str, report: dict) -> str:
     d = report["link_to_pattern_s"]
     browser = report.get("browser_s")
     alone = report.get("browser_alone_median_s")
+    quiet = report.get("quiet_link_to_pattern_s", {}).get("p95")
+    beside = f" (quiet p95 {quiet} s; uploads {report.get('uploads_s')} s)" if quiet else ""
     return (f"| {name} | {report['students']} | {d.get('p50', '-')} / {d.get('p95', '-')} / "
-            f"{d.get('max', '-')} s | {browser if browser is not None else '-'} s"
+            f"{d.get('max', '-')} s{beside} | {browser if browser is not None else '-'} s"
             f"{f' (alone {alone} s)' if alone is not None else ''} | {report['trainings']} | "
             f"{report['server_cpu_per_session_s']:.3f} s |")
 

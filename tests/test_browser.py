@@ -57,10 +57,34 @@ def _free_port() -> int:
 SERVER_LOG = Path(tempfile.mkdtemp(prefix="stacklab-browser-")) / "server.log"
 
 
+def _models_folder(root: Path) -> Path:
+    """The operator's models folder (STACKLAB_MODELS_DIR): a GPT-2-sized position table in
+    a GPT-2-layout checkpoint, and a rotary (Llama) model with linear scaling."""
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+
+    from stacklab.lab.reports.table_file import gpt2_like_table
+
+    (root / "gpt2").mkdir(parents=True, exist_ok=True)
+    (root / "gpt2" / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    save_file({"transformer.wpe.weight": gpt2_like_table(1024, 768),
+               "transformer.wte.weight": torch.zeros(64, 768)}, root / "gpt2" / "model.safetensors")
+    (root / "llama").mkdir(exist_ok=True)
+    (root / "llama" / "config.json").write_text(json.dumps({
+        "model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+        "max_position_embeddings": 4096, "rope_theta": 10000.0,
+        "rope_scaling": {"rope_type": "linear", "factor": 2.0}}))
+    save_file({"model.embed_tokens.weight": torch.zeros(4, 8)}, root / "llama" / "model.safetensors")
+    return root
+
+
 @pytest.fixture(scope="module")
 def server():
     port = _free_port()
     env = {**os.environ, "STACKLAB_WORKERS": "2",
+           "STACKLAB_MODELS_DIR": str(_models_folder(SERVER_LOG.parent / "models")),
            "STACKLAB_RUNS": str(SERVER_LOG.parent / "runs")}  # a fresh run store
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
@@ -319,7 +343,7 @@ def test_a_hostile_upload_name_on_explore_shows_as_text(server, tab):
     table = io.BytesIO()
     np.save(table, np.random.default_rng(0).normal(size=(16, 8)).astype("float32"))
     tab.goto(f"{server}/explore")
-    tab.get_by_text("A table trained elsewhere").first.click()
+    tab.get_by_text("A real model's positions").first.click()
     upload = tab.locator("[data-testid='stFileUploaderDropzoneInput']")
     upload.set_input_files({"name": f"{HOSTILE_FILE}.npy", "mimeType": "application/octet-stream",
                             "buffer": table.getvalue()})
@@ -683,3 +707,44 @@ def test_build_at_1366_shows_the_whole_report_and_a_calm_focus(server, browser):
     border = page.evaluate(FOCUSED_BORDER)
     assert border == "rgb(37, 99, 235)", border  # primaryColor, #2563eb
     page.close()
+
+
+# Explore's real-model section (issues 28 and 31): screenshots to look at, not committed
+UPLOAD_SHOTS = Path(tempfile.gettempdir()) / "uploads-shots"
+
+
+def test_explore_draws_a_servers_model_and_says_why_an_upload_is_refused(server, browser):
+    """A 1024x768 GPT-2-layout table from the operator's folder is drawn by a worker (with
+    its downloads, and no stale run text under it), a rotary model gives the offset figure,
+    and a checkpoint that is not a table is refused on the page with the line that
+    extracts the table."""
+    UPLOAD_SHOTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    page.goto(f"{server}/explore")
+    page.get_by_text("A real model's positions").first.click()
+    page.get_by_text("a model on this server", exact=True).first.click()
+    page.get_by_text("Table of shape [1024, 768]").first.wait_for(timeout=180_000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
+    body = page.inner_text("body")
+    assert "transformer.wpe.weight-scores.json" in body and "transformer.wpe.weight-report.html" in body
+    assert "layout gpt2" in body and "Train one first" not in body
+    assert str(SERVER_LOG.parent) not in body  # the server's path is not shown
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(UPLOAD_SHOTS / "explore-real-model.png"))
+    page.screenshot(path=str(UPLOAD_SHOTS / "explore-real-model-full.png"), full_page=True)
+    page.locator("[data-testid=stSelectbox]").first.click()
+    page.get_by_role("option", name="llama (models folder)").click()
+    page.get_by_text("What an offset alone gives (rotary and ALiBi)").first.wait_for(timeout=120_000)
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(UPLOAD_SHOTS / "explore-rotary.png"))
+    page.get_by_text("an uploaded table", exact=True).first.click()
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
+        {"name": "pytorch_model.bin", "mimeType": "application/octet-stream",
+         "buffer": b"\x80\x04 a pickled checkpoint"})
+    alert = page.locator("[data-testid=stAlert]").filter(has_text="neither .safetensors nor .npy")
+    alert.first.wait_for(timeout=60_000)
+    assert "load_file('model.safetensors')['wpe.weight']" in page.inner_text("body")
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(UPLOAD_SHOTS / "explore-refused.png"))
+    context.close()

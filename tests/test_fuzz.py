@@ -218,3 +218,145 @@ def test_any_link_opens_and_every_problem_is_short(params):
     assert all(isinstance(p, str) and len(p) < 500 for p in problems)
     again, second = from_query(to_query(experiment))  # what a page writes back reads back
     assert again == experiment and second == []
+
+
+# --- uploads (issue 28): hostile headers, wide, long and non-finite tables, many names ------
+
+import io  # noqa: E402
+import struct  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from stacklab.lab.reports.table_file import (MAX_LISTED, MAX_ROWS, MAX_TENSORS,  # noqa: E402
+                                             MAX_UPLOAD_BYTES, MAX_WIDTH, read_table,
+                                             tensor_names)
+
+huge_dims = st.one_of(st.integers(-3, 70), st.sampled_from([0, 1, 2, 1023, 1024, MAX_WIDTH,
+                                                            MAX_WIDTH + 1, MAX_ROWS, MAX_ROWS + 1,
+                                                            10**6, 2**31, 2**63 - 1, 10**30]))
+npy_dtypes = st.sampled_from(["<f4", "<f8", ">f4", "<f2", "|u1", "<i8", "|b1", "|O", "<c8",
+                              "V8", "<U4", "<M8[s]", "f4", "nonsense"])
+
+
+@st.composite
+def npy_files(draw) -> bytes:
+    """A ``.npy`` file whose header says anything: any shape and dtype, a header that is
+    not a dict or is cut short, a version NumPy does not know, data too short or long."""
+    shape = tuple(draw(st.lists(huge_dims, max_size=3)))
+    header = draw(st.one_of(
+        st.builds(lambda d, f, s: repr({"descr": d, "fortran_order": f, "shape": s}),
+                  npy_dtypes, st.booleans(), st.just(shape)),
+        st.text(max_size=40), st.sampled_from(["{", "{'descr': '<f4'}", "[]", "()" * 200])))
+    version = draw(st.sampled_from([b"\x01\x00", b"\x02\x00", b"\x03\x00", b"\x09\x09"]))
+    encoded = header.encode("utf-8", "replace") + b"\n"
+    size = struct.pack("<H" if version == b"\x01\x00" else "<I", len(encoded) % 65_536)
+    data = draw(st.binary(max_size=64)) * draw(st.sampled_from([1, 16, 4096]))
+    return b"\x93NUMPY" + version + size + encoded + data
+
+
+@st.composite
+def safetensors_files(draw) -> bytes:
+    """A ``.safetensors`` file with a hostile header: a declared length past the file or
+    huge, JSON that is not a dict, offsets that overlap or run out, many tensor names."""
+    names = draw(st.sampled_from([1, 1, 2, 2, 3, 70, MAX_TENSORS + 1]))
+    entries = {}
+    for index in range(names):
+        shape = [draw(huge_dims) for _ in range(draw(st.integers(0, 3)))] if index < 3 else [2, 2]
+        start = draw(st.sampled_from([0, 4, 16, 2**40])) if index < 3 else 0
+        entries[f"t{index}" if index else draw(st.sampled_from(["wpe", "../x", "é" * 50]))] = {
+            "dtype": draw(st.sampled_from(["F32", "F16", "BF16", "U8", "I64", "F64", "X"])),
+            "shape": shape, "data_offsets": [start, start + draw(st.sampled_from([0, 16, 64]))]}
+    header = json.dumps(draw(st.one_of(st.just(entries), st.just([1]), st.just("x"),
+                                       st.just({"__metadata__": {"a": 1}, **entries}))))
+    body = header.encode()
+    declared = draw(st.sampled_from([len(body), len(body), 0, 2**40, len(body) + 7, 2**20 + 1]))
+    return struct.pack("<Q", declared) + body + draw(st.binary(max_size=64))
+
+
+def upload_outcome(name: str, data: bytes, key: str | None = None):
+    """What the Explore page and its worker do with an upload: the table, or a StackError
+    that teaches (code, message, fix). Nothing else may come out: no MemoryError, no
+    OverflowError, no parser's own error."""
+    try:
+        names = tensor_names(data, name)
+        assert len(names) <= MAX_LISTED
+        table = read_table(name, key or (names[0] if len(names) > 1 else None), data=data,
+                           max_bytes=MAX_UPLOAD_BYTES)
+    except StackError as err:
+        assert err.code in CODES and err.message.strip() and err.hint.strip(), repr(err)
+        return err
+    assert table.dim() == 2 and 2 <= table.shape[0] <= MAX_ROWS and table.shape[1] <= MAX_WIDTH
+    assert bool(torch.isfinite(table).all())
+    return table
+
+
+UPLOAD_EXAMPLES = max(60, settings.default.max_examples // 10)  # 500 in `make fuzz`
+
+
+@settings(max_examples=UPLOAD_EXAMPLES)
+@given(npy_files())
+def test_a_hostile_npy_header_gives_a_table_or_a_stack_error(data):
+    upload_outcome("table.npy", data)
+
+
+@settings(max_examples=UPLOAD_EXAMPLES, deadline=None)  # 4,097 names take a while to list
+@given(safetensors_files())
+def test_a_hostile_safetensors_header_gives_a_table_or_a_stack_error(data):
+    upload_outcome("model.safetensors", data)
+
+
+@settings(max_examples=UPLOAD_EXAMPLES // 2, deadline=None)  # a 16 MB table takes a while
+@given(st.sampled_from([1, 2, 3, 1024, 4096, 40_000]), st.sampled_from([1, 7, 768, MAX_WIDTH,
+                                                                       MAX_WIDTH + 1, 12_000]),
+       st.sampled_from(["finite", "nan", "inf", "huge"]), st.sampled_from(["<f4", "|u1", "<f2"]))
+def test_wide_long_and_non_finite_tables_are_bounded(rows, width, values, dtype):
+    if rows * width * 4 > 40 << 20:
+        return  # past what an upload can hold: the uploader refuses it before the server
+    table = np.ones((rows, width), dtype=dtype)
+    if values != "finite" and dtype != "|u1":
+        table.flat[rows * width // 2] = {"nan": np.nan, "inf": np.inf, "huge": 6e4}[values]
+    buffer = io.BytesIO()
+    np.save(buffer, table)
+    outcome = upload_outcome("table.npy", buffer.getvalue())
+    if width > MAX_WIDTH or rows > MAX_ROWS:
+        assert isinstance(outcome, StackError) and outcome.code in ("E_BUDGET", "E_VALUE")
+    if values in ("nan", "inf") and dtype != "|u1" and rows >= 2 and width <= MAX_WIDTH and \
+            len(buffer.getvalue()) <= MAX_UPLOAD_BYTES:
+        assert isinstance(outcome, StackError) and "non-finite" in outcome.message
+
+
+# --- link lengths (issue 28): around a QR code's limit and MAX_LINK_STACK_CHARS --------------
+
+from stacklab.serve.limits import MAX_LINK_STACK_CHARS  # noqa: E402
+from stacklab.serve.links.experiment import Experiment  # noqa: E402
+from stacklab.serve.links.share import classroom_link, experiment_of_link, qr_png  # noqa: E402
+
+STEM_STACK = "embedding(16, 32)\npos_embed(16)\nlinear(16)"
+around = st.one_of(st.integers(0, 200), st.integers(1_900, 2_600),
+                   st.integers(MAX_LINK_STACK_CHARS - 100, MAX_LINK_STACK_CHARS + 100))
+
+
+@settings(max_examples=UPLOAD_EXAMPLES, deadline=None)  # a QR code of 2 KB: tens of ms
+@given(around, st.sampled_from(["#", "# é", "#𝕏", "# <b>", "# 100%", "#\n", "# &x=1"]))
+def test_links_around_the_qr_and_stack_limits_give_a_link_or_a_stack_error(length, filler):
+    """A stack padded with comments to ``length`` more characters: the classroom link is
+    made and read back as the same experiment, or refused with a fix; its QR code is a
+    PNG, or refused with E_VALUE (the link is then shared as text), never a crash."""
+    comment = (filler * (length // len(filler) + 1))[:length]
+    stack = STEM_STACK + ("\n" + comment if comment else "")
+    experiment = Experiment(stack=stack, input="B,16", input_dtype="int64")
+    try:
+        link = classroom_link(experiment, "http://10.0.0.5:8501")
+    except StackError as err:
+        assert len(stack) > MAX_LINK_STACK_CHARS or err.code == "E_ARG", err
+        assert err.hint.strip()
+        return
+    assert len(stack) <= MAX_LINK_STACK_CHARS
+    read, _, problems = experiment_of_link(link)
+    assert read.stack == experiment.stack and not problems
+    try:
+        png = qr_png(link)
+    except StackError as err:
+        assert err.code == "E_VALUE" and "QR code" in err.message and len(link) > 1_000
+        return
+    assert png.startswith(b"\x89PNG")

@@ -430,3 +430,84 @@ def test_a_damaged_figures_file_makes_the_run_damaged_never_a_page_error(tmp_pat
             assert caught.value.code == "E_DAMAGED"
             assert f"run {run.key} is damaged" in caught.value.message and caught.value.hint
     assert sum("is damaged" in r.getMessage() for r in caplog.records) == 1
+
+
+# --- tables analysed for pages (issue 28): in worker processes, under a run's budgets -------
+
+import io  # noqa: E402
+import os  # noqa: E402
+import threading  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from stacklab.lab.train.budgets import Budgets  # noqa: E402
+from stacklab.serve.workers.table_jobs import TableJobs, upload_request  # noqa: E402
+
+
+def npy(rows: int, width: int, seed: int = 0, dtype="float32") -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, np.random.default_rng(seed).normal(size=(rows, width)).astype(dtype))
+    return buffer.getvalue()
+
+
+def rss_bytes() -> int:
+    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_a_class_uploading_one_file_analyses_it_once_outside_the_server_process():
+    """Three students upload the same file at once: one analysis, in a worker process (the
+    server's own memory hardly moves), its figures shared; another file is a second one."""
+    jobs = TableJobs(workers=2)
+    data = npy(512, 1024)
+    before = rss_bytes()
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(jobs.submit(
+        upload_request("wpe.npy", data)))) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert got[0] is got[1] is got[2]
+    view = got[0].wait(timeout=180)
+    assert str(view.status) == "finished" and view.result.shape == [512, 1024]
+    assert "cosine" in [figure.key for figure in view.result.figures]
+    assert jobs.analyses == 1 and got[0].request.data is None  # the upload's bytes let go
+    assert rss_bytes() - before < 150 << 20  # the scores' Gram matrices lived in the worker
+    other = jobs.submit(upload_request("wpe.npy", npy(64, 8, seed=1)))
+    assert other is not got[0] and str(other.wait(timeout=120).status) == "finished"
+    assert jobs.analyses == 2
+
+
+def test_a_table_over_a_bound_is_refused_with_a_fix():
+    jobs = TableJobs(workers=1)
+    wide = jobs.submit(upload_request("wide.npy", npy(4, 9000))).wait(timeout=120)
+    assert str(wide.status) == "failed" and wide.error.code == "E_BUDGET"
+    assert "9,000 wide" in wide.error.message and "principal components" in wide.error.hint
+    nan = npy(16, 8)
+    nan = nan[:-4] + np.array([np.nan], dtype="float32").tobytes()
+    bad = jobs.submit(upload_request("nan.npy", nan)).wait(timeout=120)
+    assert bad.error.code == "E_VALUE" and "non-finite" in bad.error.message
+    assert jobs.submit(upload_request("nan.npy", nan)).view().error is bad.error  # kept
+
+
+def test_an_analysis_past_a_runs_memory_or_seconds_ends_with_e_budget():
+    """The worker may allocate a run's memory and take a run's seconds, no more."""
+    tight = TableJobs(workers=1, budgets=Budgets(activation_bytes=8 << 20, kept_bytes=0))
+    memory = tight.submit(upload_request("wpe.npy", npy(1024, 1024))).wait(timeout=180)
+    assert memory.error is not None and memory.error.code == "E_BUDGET", memory.error
+    assert "memory" in memory.error.message
+    slow = TableJobs(workers=1, budgets=Budgets(seconds=0.5))
+    late = slow.submit(upload_request("wpe.npy", npy(1024, 2048))).wait(timeout=180)
+    assert late.error is not None and late.error.code == "E_BUDGET"
+    assert "took more than 0.5 s" in late.error.message
+
+
+def test_kept_results_are_bounded_by_their_bytes():
+    jobs = TableJobs(workers=1, kept_bytes=1)
+    first = jobs.submit(upload_request("a.npy", npy(32, 8, seed=2)))
+    first.wait(timeout=120)
+    second = jobs.submit(upload_request("b.npy", npy(32, 8, seed=3)))
+    second.wait(timeout=120)
+    wait_until(lambda: jobs.kept() <= second.view().result.bytes)
+    assert jobs.submit(upload_request("b.npy", npy(32, 8, seed=3))) is second  # the newest stays
+    assert jobs.submit(upload_request("a.npy", npy(32, 8, seed=2))) is not first

@@ -320,3 +320,91 @@ def test_a_stacklab_rope_run_draws_the_same_offset_figure_from_the_catalog():
     np.testing.assert_allclose(lines[0].y, expected[:len(lines[0].y)], atol=1e-6)
     plain = stacklab.train(source.format("none"), task="shift", steps=2, seed=0, eval_lengths="")
     assert "rotary or ALiBi" in absent_reasons(plain)["offset_encoding"]
+
+
+# --- what a server may read (STACKLAB_MODELS_DIR) and the table a user extracts -----------
+
+
+def test_the_models_folder_lists_only_its_models_and_refuses_any_way_out(saved, tmp_path):
+    from stacklab.lab.models import model_under, models_under
+
+    root = tmp_path / "allowed"
+    (root / "org").mkdir(parents=True)
+    (root / "org" / "gpt2").symlink_to(saved["gpt2"][0], target_is_directory=True)  # leads out
+    import shutil
+
+    shutil.copytree(saved["bert"][0], root / "bert")
+    save_file({"wpe": torch.randn(8, 4)}, root / "wpe.safetensors")
+    (root / "notes.txt").write_text("not a model")
+    secret = tmp_path / "secret.safetensors"
+    save_file({"wpe": torch.randn(8, 4)}, secret)
+    assert models_under(root) == ["bert", "wpe.safetensors"]  # the link out is not offered
+    assert model_under(root, "bert") == root / "bert"
+    for name in ("../secret.safetensors", str(secret), "/etc/passwd", "bert/../../secret.safetensors",
+                 "org/gpt2", "notes.txt", "", "missing"):
+        with pytest.raises(StackError) as refused:
+            model_under(root, name)
+        assert refused.value.code == "E_VALUE" and "pick one of the models" in refused.value.hint
+    assert models_under(tmp_path / "no such folder") == []
+
+
+def test_the_extract_snippet_runs_and_gives_an_uploadable_table(saved, tmp_path, monkeypatch):
+    """The one line Explore shows beside a refused upload, run as a user would, next to a
+    GPT-2-layout checkpoint (transformers' own ``save_pretrained`` writes ``wpe.weight``
+    without the ``transformer.`` prefix only for the bare model: the snippet names the key)."""
+    from stacklab.lab.models import extract_snippet
+    from stacklab.lab.reports.table_file import MAX_UPLOAD_BYTES, read_table
+
+    monkeypatch.chdir(tmp_path)
+    state = saved["gpt2"][1]
+    save_file({"wpe.weight": state["transformer.wpe.weight"].contiguous(),
+               "wte.weight": torch.randn(5000, 16)}, "model.safetensors")
+    exec(compile(extract_snippet(), "<snippet>", "exec"), {})
+    data = Path("wpe.safetensors").read_bytes()
+    assert len(data) < MAX_UPLOAD_BYTES
+    table = read_table("wpe.safetensors", data=data, max_bytes=MAX_UPLOAD_BYTES)
+    assert torch.equal(table, state["transformer.wpe.weight"].float())
+    line = extract_snippet("bert.embeddings.position_embeddings.weight")
+    assert "\n" not in line and "bert.embeddings.position_embeddings.weight" in line
+
+
+def test_a_check_sees_the_declared_shape_before_the_table_is_read(tmp_path):
+    """A server bounds a real table's width and rows before reading its bytes."""
+    from stacklab.lab.reports.table_file import check_shape
+
+    path = tmp_path / "model.safetensors"
+    save_file({"wpe.weight": torch.zeros(4, 9000)}, path)
+    seen = []
+    with pytest.raises(StackError) as refused:
+        read_position_table(path, check=lambda where, shape: (seen.append(shape),
+                                                             check_shape(where, shape)))
+    assert seen == [(4, 9000)] and refused.value.code == "E_BUDGET"
+
+
+def test_a_cached_model_is_analysed_by_name_as_a_worker_does(saved, tmp_path, monkeypatch):
+    """Explore's pick from the server's Hugging Face cache: the request names the model
+    (its identity the snapshot's files), and the worker's function reads and draws it."""
+    from huggingface_hub import constants
+
+    from stacklab.serve.workers.table_jobs import model_request
+    from stacklab.serve.workers.table_worker import table_result
+
+    folder, _ = saved["bert"]
+    snapshot = tmp_path / "models--org--tiny-bert" / "snapshots" / ("b" * 40)
+    snapshot.mkdir(parents=True)
+    for file in folder.iterdir():
+        (snapshot / file.name).write_bytes(file.read_bytes())
+    (tmp_path / "models--org--tiny-bert" / "refs").mkdir()
+    (tmp_path / "models--org--tiny-bert" / "refs" / "main").write_text("b" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    request = model_request("org/tiny-bert", cached=True)
+    stages = []
+    result = table_result(request, lambda text, done: stages.append(done))
+    assert result["name"] == "embeddings.position_embeddings.weight" and "layout bert" in result["read"]
+    assert result["shape"] == [40, 16] and "cosine" in [entry[4] for entry in result["figures"]]
+    assert stages == sorted(stages) and stages[-1] < 1
+    (snapshot / "model.safetensors").write_bytes((folder / "model.safetensors").read_bytes() + b"")
+    import os
+
+    os.utime(snapshot / "model.safetensors", ns=(1, 1))  # the checkpoint replaced
+    assert model_request("org/tiny-bert", cached=True).identity != request.identity

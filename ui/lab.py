@@ -15,13 +15,13 @@ from stacklab.lab.glossary import GLOSSARY, terms_in, terms_used_in
 from stacklab.lab.lessons import LESSONS, check, step_from_link, step_link
 from stacklab.lab.reports.compare import (MAX_COMPARED, TABLE_NOTE, aligned_rows, column_help,
                                           compared, encoding, length_rows, replaced, table_rows)
-from stacklab.lab.reports.html import report_html
+from stacklab.lab.models import cached_models, extract_snippet, model_under, models_under
+from stacklab.lab.reports.html import report_html, table_report_html
 from stacklab.lab.reports.names import file_name, run_name
-from stacklab.lab.reports.table_file import (MAX_UPLOAD_BYTES, UPLOAD_LIMIT, explore_table,
-                                             read_table, tensor_names)
+from stacklab.lab.reports.table_file import MAX_UPLOAD_BYTES, UPLOAD_LIMIT, tensor_names
 from stacklab.lab.settings import SETTINGS
-from stacklab.serve.limits import (MAX_LINK_STACK_CHARS, MAX_STACK_CHARS, PARAM_BUDGET_BYTES,
-                                   SESSION_TTL_SECONDS)
+from stacklab.serve.limits import (MAX_LINK_STACK_CHARS, MAX_STACK_CHARS, MODELS_DIR_ENV,
+                                   PARAM_BUDGET_BYTES, SESSION_TTL_SECONDS)
 from stacklab.serve.links.changes import (announcement, changed_since, holding,
                                           preset_announcement, stale_note)
 from stacklab.serve.links.experiment import Experiment, Link, presets, read_link, write_link
@@ -29,6 +29,7 @@ from stacklab.serve.links.link_table import LINK_VALUES, parse_compare, parse_va
 from stacklab.serve.links.share import (ALL_PINS, classroom_link, lan_address, pins_everything,
                                         present_figure, qr_png, share_address)
 from stacklab.serve.workers.pool import JobPool
+from stacklab.serve.workers.table_jobs import TableView, model_request, upload_request
 
 __all__ = [
     # Build
@@ -43,9 +44,10 @@ __all__ = [
     "GLOSSARY", "LESSONS", "LINK_VALUES", "check", "parse_values", "step_from_link", "step_link",
     "terms_in", "terms_used_in",
     # Explore
-    "MAX_UPLOAD_BYTES", "UPLOAD_LIMIT", "explore_table", "read_table", "report_html",
-    "file_name", "run_name",
-    "tensor_names",
+    "MAX_UPLOAD_BYTES", "UPLOAD_LIMIT", "report_html", "tensor_names", "file_name", "run_name",
+    # Explore's real-model section (views/explore_table.py, ui/tables.py)
+    "MODELS_DIR_ENV", "TableView", "cached_models", "extract_snippet", "model_request",
+    "model_under", "models_under", "table_report_html", "upload_request",
     # the classroom: the share panel and the projector
     "ALL_PINS", "classroom_link", "lan_address", "pins_everything", "present_figure", "qr_png",
     "share_address",

@@ -24,3 +24,12 @@ MAX_LINK_STACK_CHARS = 8_000  # longer links are refused by web servers (header 
 MAX_STACK_CHARS = 100_000  # a stack typed, pasted or linked in the app (the library: 2 MB)
 FIGURES_WAIT_SECONDS = 60.0  # a page waits this long for figures a worker is drawing
 SHARED_FIGURES_BYTES = 2 << 20  # a finished run's parsed figures are kept up to this much JSON
+# A table a page analyses (an upload, or a model the server holds) runs in a worker process
+# under a run's budgets: the memory a run may hold (its activations and what it keeps) and
+# its seconds. Results are shared by file: one analysis per file and tensor, kept up to
+# this many bytes of figures.
+TABLE_MEMORY_BYTES = ACTIVATION_BUDGET_BYTES + KEPT_BUDGET_BYTES
+TABLE_SECONDS = RUN_SECONDS
+TABLE_RESULTS_BYTES = 64 << 20  # analysed tables kept to share, by the size of their figures
+MAX_QUEUED_TABLES = 20  # tables waiting for a worker, over all sessions
+MODELS_DIR_ENV = "STACKLAB_MODELS_DIR"  # the one folder of models a page may read

@@ -14,9 +14,10 @@ The scores and figures of a table read here are those of any table
 from .layouts import LAYOUTS, Layout, match_layout
 from .offsets import (OffsetCurves, encoding_of, offset_curves, rotary_frequencies,
                       rotary_similarity, stack_offset_curves)
-from .reader import ModelTable, model_config, read_position_table
-from .source import cached_models
+from .reader import ModelTable, extract_snippet, model_config, read_position_table
+from .source import cached_models, model_under, models_under
 
 __all__ = ["read_position_table", "ModelTable", "model_config", "offset_curves", "OffsetCurves",
            "stack_offset_curves", "encoding_of", "rotary_frequencies", "rotary_similarity",
-           "LAYOUTS", "Layout", "match_layout", "cached_models"]
+           "LAYOUTS", "Layout", "match_layout", "cached_models", "models_under",
+           "model_under", "extract_snippet"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
+from typing import Callable
 
 import torch
 
@@ -50,6 +51,15 @@ class ModelTable:
         return f"{self.where}: {self.key} [{self.tensor_rows}, {self.table.shape[1]}], {how}, {rows}"
 
 
+def extract_snippet(key: str = "wpe.weight", checkpoint: str = "model.safetensors",
+                    out: str = "wpe.safetensors") -> str:
+    """One line of Python that saves the table ``key`` of ``checkpoint`` alone in ``out``:
+    a file small enough to upload where a whole checkpoint is not (GPT-2's ``wpe`` is
+    3 MB of its 500)."""
+    return (f"from safetensors.torch import load_file, save_file; "
+            f"save_file({{'wpe': load_file({checkpoint!r})[{key!r}]}}, {out!r})")
+
+
 def model_config(where: str | os.PathLike, filesystem=None) -> dict:
     """The ``config.json`` of a model folder, cached model or Hub model ({} for a file)."""
     files, single = locate(where, filesystem)
@@ -57,11 +67,15 @@ def model_config(where: str | os.PathLike, filesystem=None) -> dict:
 
 
 def read_position_table(where: str | os.PathLike, key: str | None = None, *,
-                        filesystem=None) -> ModelTable:
+                        filesystem=None,
+                        check: Callable[[str, tuple[int, ...]], None] | None = None
+                        ) -> ModelTable:
     """The position table of the model at ``where`` (a ``.safetensors`` file, a model folder,
     a name in the local Hugging Face cache, or ``hf://org/name``), reading only the
     header(s) and the table's bytes. ``filesystem`` replaces the `HfFileSystem` for
-    ``hf://`` (tests point one at a local server). Raises `StackError` for an unknown
+    ``hf://`` (tests point one at a local server). ``check(where, shape)``, when given,
+    sees the tensor's shape as its header declares it before any of its bytes are read
+    (a server refuses a table too large to score there). Raises `StackError` for an unknown
     layout (listing the 2-D tensors that could be the table), a model whose positions are
     not a table (rotary, ALiBi: see `stacklab.lab.models.offsets`), or a bad table."""
     files, single = locate(where, filesystem)
@@ -82,7 +96,7 @@ def read_position_table(where: str | os.PathLike, key: str | None = None, *,
             (key,), layout, first = shards, "only tensor", 0
         else:
             raise _unknown(files, where_name, shards, config)
-    table = _read(files, shards[key], key)
+    table = _read(files, shards[key], key, check and (lambda shape: check(where_name, shape)))
     if table.dim() != 2 or table.shape[0] - first < 2 or table.shape[1] < 1:
         raise fail(where_name, f"the tensor {key[:80]!r} has shape {list(table.shape)}, not "
                    f"[rows, D] with 2 or more rows past row {first}", "name a 2-D table with --key")
@@ -90,10 +104,13 @@ def read_position_table(where: str | os.PathLike, key: str | None = None, *,
     return ModelTable(kept, key, layout, first, table.shape[0], where_name, config)
 
 
-def _read(files: Files, name: str, key: str) -> torch.Tensor:
+def _read(files: Files, name: str, key: str, check=None) -> torch.Tensor:
     handle, size = files.open(name)
     with handle:
-        return read_tensor(handle, read_header(handle, name, size), key)
+        header = read_header(handle, name, size)
+        if check is not None:
+            check(tuple(header.tensors[key].shape))
+        return read_tensor(handle, header, key)
 
 
 def _checked(where: str, key: str, table: torch.Tensor) -> torch.Tensor:

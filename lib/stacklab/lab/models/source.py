@@ -138,3 +138,63 @@ def header_of(files: Files, name: str) -> Header:
     handle, size = files.open(name)
     with handle:
         return read_header(handle, name, size)
+
+
+# --- models an operator allows a server to read (STACKLAB_MODELS_DIR) ----------------------
+
+MAX_MODELS_LISTED = 200  # entries a folder of models offers (a page lists them all)
+
+
+def _is_model(path: Path) -> bool:
+    return (path.is_file() and path.suffix.lower() == ".safetensors") or (
+        path.is_dir() and any((path / name).is_file() for name in (SINGLE, INDEX)))
+
+
+def models_under(root: str | os.PathLike) -> list[str]:
+    """The models under the folder ``root`` an operator allows a server to read, as names
+    relative to it (``gpt2``, ``org/name``, ``tables/wpe.safetensors``): a model folder
+    (``model.safetensors`` or its shard index) or a ``.safetensors`` file, two levels deep
+    at most, never one whose real path (links followed) leaves ``root``; at most
+    `MAX_MODELS_LISTED`, sorted. [] when ``root`` is not a folder."""
+    base = Path(root)
+    if not base.is_dir():
+        return []
+    real = base.resolve()
+    found: list[str] = []
+    level = [base]
+    for _ in range(2):
+        deeper = []
+        for folder in level:
+            try:
+                entries = sorted(folder.iterdir())
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.name.startswith(".") or not entry.resolve().is_relative_to(real):
+                    continue
+                if _is_model(entry):
+                    found.append(entry.relative_to(base).as_posix())
+                elif entry.is_dir():
+                    deeper.append(entry)
+                if len(found) >= MAX_MODELS_LISTED:
+                    return sorted(found)
+        level = deeper
+    return sorted(found)
+
+
+def model_under(root: str | os.PathLike, name: str) -> Path:
+    """The model ``name`` (as `models_under` lists it) under ``root``, or `StackError`
+    ``E_VALUE`` for anything that could reach outside it: an absolute path, a ``..``
+    part, a link that leads out, or a name that is not a model there."""
+    base = Path(root)
+    parts = Path(name).parts
+    if not name or Path(name).is_absolute() or ".." in parts or "\\" in name or "\x00" in name:
+        raise fail(name[:120] or "(no name)", "is not a model name under the server's models "
+                   "folder (an absolute path or '..' is refused)",
+                   "pick one of the models the page lists")
+    path = base / name
+    if not base.is_dir() or not path.resolve().is_relative_to(base.resolve()) \
+            or not _is_model(path):
+        raise fail(name[:120], "is not one of the models in the server's models folder",
+                   "pick one of the models the page lists")
+    return path

@@ -20,6 +20,7 @@ import contextlib
 import io
 import json
 import tempfile
+import tokenize
 from pathlib import Path
 
 import numpy as np
@@ -158,7 +159,8 @@ def _npy_header(name: str, handle) -> tuple[tuple, np.dtype]:
         if reader is None:
             raise ValueError(f"format version {version} is not read here")
         shape, _, dtype = reader(handle)
-    except (ValueError, SyntaxError, TypeError, EOFError) as err:
+    except (ValueError, SyntaxError, TypeError, EOFError, tokenize.TokenError) as err:
+        # (NumPy re-reads an old header with `tokenize`, which raises its own error)
         raise _fail(name, f"not a valid .npy file ({str(err)[:120]})",
                     "save the table with np.save") from None
     if dtype.kind not in "fiu":

@@ -68,8 +68,30 @@ class Done:
     folder: str | None
 
 
-Message = Union[Step, Evaluated, Pattern, Stored, Done]
-KINDS: dict[str, type] = {kind.kind: kind for kind in (Step, Evaluated, Pattern, Stored, Done)}
+@dataclass(frozen=True)
+class Stage:
+    """A table's analysis (`stacklab.serve.workers.table_worker`) has reached a stage: what
+    it does now, in words, and about how much of the work is behind it (0 to 1)."""
+
+    kind: ClassVar[str] = "stage"
+    text: str
+    done: float
+
+
+@dataclass(frozen=True)
+class Analysed:
+    """A table's analysis ended: its ``result`` (a dict of plain data: name, what was read,
+    shape, scores, `figure_entry` lists), or why not, as a `StackError`'s
+    ``(code, place, message, hint)``."""
+
+    kind: ClassVar[str] = "analysed"
+    result: dict | None
+    error: tuple | None
+
+
+Message = Union[Step, Evaluated, Pattern, Stored, Done, Stage, Analysed]
+KINDS: dict[str, type] = {kind.kind: kind for kind in (Step, Evaluated, Pattern, Stored, Done,
+                                                       Stage, Analysed)}
 
 
 def encode(message: Message) -> tuple:

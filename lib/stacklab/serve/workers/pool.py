@@ -54,6 +54,7 @@ from ..limits import (BUDGETS, FINISHED_RUNS_KEPT, MAX_QUEUED_RUNS, RUNS_KEPT_PE
 from .job import Job, JobView, release_memory
 from .messages import Done
 from .plan_cache import PlanCache
+from .table_jobs import TableJobs
 from .transport import LocalProcess, RayActor, Transport, every, processes, relay, warm_fork_server
 
 __all__ = ["Job", "JobPool", "JobView"]
@@ -100,6 +101,9 @@ class JobPool:
         self._live: dict[str, Job] = {}  # key -> its queued or running job
         self._done: OrderedDict[str, Job] = OrderedDict()  # key -> finished job, newest last
         self._checked = PlanCache()  # the plans `check` made, bounded in bytes
+        # tables pages analyse (uploads, real models): worker processes, the runs' budgets
+        self.tables = TableJobs(self.workers, budgets=budgets, threads=threads_per_job,
+                                nice=worker_nice)
         self._ids = itertools.count(1)
         self._threads: list[threading.Thread] = []
         self._closed = False

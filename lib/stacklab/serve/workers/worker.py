@@ -46,8 +46,10 @@ PROGRESS_SECONDS = 0.1
 PATTERN_SECONDS = 0.5  # pages poll a run every 0.5 s (1 s when many watch it)
 PATTERN_SHARE = 4  # wait at least 4x what the last live pattern figure took to draw
 FIGURES_NICE = 10  # a stored run's figures are drawn at this much lower priority
-# Imported once by the fork server; `warmup` also runs two training steps there.
-PRELOAD = ["torch", "stacklab.serve.workers.worker", "stacklab.serve.workers.warmup"]
+# Imported once by the fork server (a table's analysis too); `warmup` also runs two
+# training steps there.
+PRELOAD = ["torch", "stacklab.serve.workers.worker", "stacklab.serve.workers.table_worker",
+           "stacklab.serve.workers.warmup"]
 FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # the disk (or this process's share) is full
 
 
