@@ -23,8 +23,11 @@ from stacklab.serve.links.changes import (announcement, changed_since, holding,
                                           preset_announcement, stale_note)
 from stacklab.serve.links.experiment import Experiment, Link, presets, read_link, write_link
 from stacklab.serve.links.link_table import parse_compare
-from stacklab.serve.links.share import (ALL_PINS, classroom_link, lan_address, pins_everything,
-                                        present_figure, qr_png, share_address)
+from stacklab.serve.links.projector import best_head_figure
+from stacklab.serve.links.share import (ALL_PINS, class_link, classroom_link, experiment_of_run,
+                                        lan_address, network_addresses, pins_everything,
+                                        present_figure, qr_png, resolve_key, restart_hint,
+                                        share_address)
 from stacklab.serve.workers.pool import JobPool
 
 __all__ = [
@@ -40,8 +43,9 @@ __all__ = [
     "MAX_UPLOAD_BYTES", "UPLOAD_LIMIT", "explore_table", "read_table", "report_html",
     "tensor_names",
     # the classroom: the share panel and the projector
-    "ALL_PINS", "classroom_link", "lan_address", "pins_everything", "present_figure", "qr_png",
-    "share_address",
+    "ALL_PINS", "best_head_figure", "class_link", "classroom_link", "experiment_of_run", "lan_address",
+    "network_addresses", "pins_everything", "present_figure", "qr_png", "resolve_key",
+    "restart_hint", "share_address",
     # the session and its address (ui.session, ui.urls, ui.scripts)
     "Experiment", "JobPool", "Link", "MAX_LINK_STACK_CHARS", "SESSION_TTL_SECONDS",
     "announcement", "changed_since", "preset_announcement", "read_link", "stale_note",
