@@ -15,6 +15,7 @@ import streamlit as st
 
 from ui import session, urls
 from ui.lab import present_figure
+from ui.markdown import plain
 
 state = session.PageState("present", "slide", "page")
 
@@ -58,7 +59,7 @@ def slide_bar(names: Sequence[str]) -> int:
         back.button("← Previous", key="present_previous", disabled=index == 0,
                     on_click=move, args=(-1,), width="stretch")
         if names:
-            where.markdown(f"**{index + 1} / {len(names)}** · {names[index]}")
+            where.markdown(f"**{index + 1} / {len(names)}** · {plain(names[index], 160)}")
         forward.button("Next →", key="present_next", disabled=index >= len(names) - 1,
                        on_click=move, args=(1,), width="stretch")
         leave.button("Leave present mode", key="present_leave",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from stacklab import StackError, Status
+from stacklab import TASKS, StackError, Status
 from ui import controls, present, scripts, session, urls
 from ui.lab import (ALL_PINS, best_head_figure, class_link, classroom_link, lan_address,
                     network_addresses, qr_png, restart_hint, share_address)
@@ -63,7 +63,9 @@ def share_dialog(job) -> None:
         qr_col.image(qr, width="stretch", caption="Scan with a phone's camera to open the link")
     else:  # the link still works; only its picture cannot be made
         qr_col.info(f"This link is {len(link):,} characters long, more than a QR code holds, "
-                    "so share it as text.", icon=":material/qr_code:")
+                    "so share it as text: copy it from the box beside. A shorter stack (its "
+                    "comments and blank lines count too) fits in a QR code.",
+                    icon=":material/qr_code:")
     with words_col:
         if address.warning:
             st.warning(address.warning.split(" Restart it")[0] + ". Restart it for the room:",
@@ -186,7 +188,8 @@ def _slides(job, now) -> list[tuple]:
     """(title, figure, score, caption) of each figure present mode steps through."""
     pattern = (now.pattern.title, now.pattern.figure, now.pattern.score, now.pattern.caption)
     best = None
-    if job.run is not None and not now.active:
+    heads_task = TASKS[job.config.task].pattern_figure == "head_scores"  # induction, repeat
+    if job.run is not None and not now.active and heads_task:
         best = train_state.cached("best_head", job.key, lambda: best_head_figure(job.run))
     if best is None:
         return [pattern]

@@ -15,6 +15,7 @@ import html
 
 import plotly.graph_objects as go
 
+from ...core.errors import StackError
 from ...lab.figures.heatmaps import ATTENTION_COLORS
 from ...lab.figures.style import HEIGHT, as_float32, heatmap_layout, heatmap_trace
 from ...lab.measure import head_scores as head_analysis
@@ -32,7 +33,13 @@ def best_head(scores: dict, name: str) -> tuple[float, str, int, int] | None:
 def best_head_figure(run, name: str | None = None) -> tuple[go.Figure, str] | None:
     """The attention of the head with the largest ``name`` score (default: the task's pattern
     score) on the first held-out sequence, on the fixed 0-1 scale, and the score in words;
-    None for a stack without that head score."""
+    None for a stack without that head score (or a stored run that no longer reads). A
+    stored run (`StoredRun`) is loaded for it."""
+    if not hasattr(run, "head_scores"):
+        try:
+            run = run.load()
+        except StackError:
+            return None
     name = name or run.task.pattern_score
     best = best_head(run.head_scores(), name)
     if best is None:

@@ -136,8 +136,8 @@ def short_key(key: str, known: Iterable[str]) -> str:
     '2f79848c'
     """
     start = key[:SHORT_KEY]
-    matches = [other for other in known if other.startswith(start)]
-    return start if matches == [key] else key
+    matches = {other for other in known if other.startswith(start)}
+    return start if matches == {key} else key
 
 
 def resolve_key(start: str, known: Iterable[str], name: str = "run") -> tuple[str | None, str | None]:
