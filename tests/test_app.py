@@ -402,7 +402,9 @@ def test_a_reload_reattaches_and_a_fresh_session_opens_the_stored_run():
     reloaded.switch_page("views/train.py").run()
     assert not reloaded.warning or "run=" not in reloaded.warning[0].value
     assert wait_for_run(reloaded) == "finished" and reloaded.query_params["run"] == key
-    fresh = app(run=key)  # /explore?run=KEY, in a browser session that never trained
+    # /explore?run=KEY&hide=, in a browser session that never trained (issue 30: run=KEY
+    # alone is a class link that pins everything, the student view; hide= opens them)
+    fresh = app(run=key, hide="")
     fresh.switch_page("views/explore.py").run()
     assert not fresh.exception
     titles = [s.value for s in fresh.subheader]

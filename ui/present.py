@@ -27,9 +27,11 @@ CHROME_CSS = """<style>
 [data-testid="stSidebarNav"], [data-testid="stExpandSidebarButton"] { display: none !important; }
 .block-container, [data-testid="stMainBlockContainer"] {
   max-width: 100% !important; padding: 1rem 2rem 2rem 2rem !important; }
-.st-key-present p, .st-key-present li { font-size: 24px; line-height: 1.4; }
+[data-testid="stMainBlockContainer"] p { font-size: 20px; }
+[data-testid="stMainBlockContainer"] .st-key-present p,
+[data-testid="stMainBlockContainer"] .st-key-present li { font-size: 24px; line-height: 1.4; }
 .st-key-present h2 { font-size: 44px; }
-.st-key-present_bar button p { font-size: 20px; }
+.st-key-present_bar p { font-size: 22px; }
 </style>"""
 
 

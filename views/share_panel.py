@@ -149,7 +149,7 @@ def show_slide(figure, title: str, score: str | None, caption: str, note: str = 
     map, and the score in large type beside it."""
     present.hide_chrome()
     with st.container(key="present"):
-        figure_col, words_col = st.columns([7, 3], gap="medium")
+        figure_col, words_col = st.columns([11, 7], gap="medium")
         present.figure_at_full_width(figure_col, figure, key)
         if score:
             words_col.markdown(f"## {plain(score, 300)}")
