@@ -269,7 +269,7 @@ class HandInduction(nn.Module):
 
     NODES = ("tok", "pos", "attn1", "attn2", "head")  # each node's parameters
 
-    def __init__(self, vocab=16, dim=32, max_len=32, heads=4, classes=15):
+    def __init__(self, vocab=16, dim=64, max_len=32, heads=4, classes=15):
         super().__init__()
         self.tok = nn.Embedding(vocab, dim)
         self.pos = nn.Parameter(torch.randn(max_len, dim) * 0.02)
