@@ -225,7 +225,7 @@ class HandWritten(nn.Module):
 
     NODES = ("tok", "pos", ("qkv", "proj"), "norm", "fc1", "fc2")  # each node's parameters
 
-    def __init__(self, vocab=16, dim=64, max_len=32, heads=4, hidden=128, classes=16):
+    def __init__(self, vocab=16, dim=16, max_len=32, heads=2, hidden=32, classes=16):
         super().__init__()
         self.tok = nn.Embedding(vocab, dim)
         self.pos = nn.Parameter(torch.randn(max_len, dim) * 0.02)
@@ -425,6 +425,31 @@ def bench_encodings() -> dict:
     return out
 
 
+def bench_preset_flops() -> dict:
+    """Each preset's training FLOPs to its target accuracy (machine-independent: 3 forward
+    passes per sequence per step, times the batch, times the most steps seeds 0-2 needed),
+    beside the earlier preset's from the sweep that chose it (bench/presets.json)."""
+    from stacklab.lab.tasks import TASKS
+    from stacklab.lab.train.trainer import train
+
+    sweep = json.loads((Path(__file__).parent / "presets.json").read_text())
+    out = {}
+    for name, task in TASKS.items():
+        if task.target_accuracy is None:  # the length tasks: no target to reach
+            continue
+        runs = [train(task=name, seed=seed, device="cpu", target_accuracy=task.target_accuracy)
+                for seed in range(3)]  # a preset run stops at its target, as the app's does
+        steps = max(run.step for run in runs)
+        flops = 3.0 * runs[0].network.flops(batch=1) * task.batch_size * steps
+        old = sweep.get(name, {}).get("old", {})
+        out[name] = {"steps_to_target": steps, "flops_to_target": flops,
+                     "reached": all(run.final["accuracy"] >= (task.target_accuracy or 0)
+                                    for run in runs),
+                     "old_steps_to_target": old.get("steps_to_target"),
+                     "old_flops_to_target": old.get("flops_to_target")}
+    return out
+
+
 # ---------------------------------------------------------------- app
 
 
@@ -465,7 +490,8 @@ def bench_app() -> dict:
 SECTIONS = {"pos_embed": bench_pos_embed, "resolve": bench_resolve,
             "resolve_branching": bench_resolve_branching, "train_step": bench_train_step,
             "train_step_induction": bench_train_step_induction, "tasks": bench_tasks,
-            "encodings": bench_encodings, "app": bench_app}
+            "encodings": bench_encodings, "preset_flops": bench_preset_flops,
+            "app": bench_app}
 
 
 def print_tables(results: dict) -> None:
@@ -527,6 +553,13 @@ def print_tables(results: dict) -> None:
         if "length_table_seconds" in r:
             print(f"length table (bench/length_table.py, recorded): {r['length_table_seconds']:.0f} s")
         print("targets:", r["targets"])
+    if "preset_flops" in results:
+        print("\ntraining FLOPs to the target accuracy, seeds 0-2 (the earlier preset's beside)")
+        print(f"{'task':10} {'steps':>5} {'FLOPs':>9} {'earlier':>9} {'ratio':>6}")
+        for name, row in results["preset_flops"].items():
+            old = row["old_flops_to_target"]
+            print(f"{name:10} {row['steps_to_target']:5d} {row['flops_to_target']:9.3g} "
+                  f"{old or float('nan'):9.3g} {row['flops_to_target'] / old if old else float('nan'):6.2f}")
     if "app" in results:
         r = results["app"]
         print(f"\napp: Build edit server time median {r['build_edit_ms']['median']:.1f} ms, "

@@ -402,7 +402,9 @@ def test_a_reload_reattaches_and_a_fresh_session_opens_the_stored_run():
     reloaded.switch_page("views/train.py").run()
     assert not reloaded.warning or "run=" not in reloaded.warning[0].value
     assert wait_for_run(reloaded) == "finished" and reloaded.query_params["run"] == key
-    fresh = app(run=key)  # /explore?run=KEY, in a browser session that never trained
+    # /explore?run=KEY&hide=, in a browser session that never trained (issue 30: run=KEY
+    # alone is a class link that pins everything, the student view; hide= opens them)
+    fresh = app(run=key, hide="")
     fresh.switch_page("views/explore.py").run()
     assert not fresh.exception
     titles = [s.value for s in fresh.subheader]
@@ -477,6 +479,41 @@ def test_a_compare_link_preloads_stored_runs_side_by_side():
     assert at.multiselect(key="compare_pick").value == [rope.key, learned.key]
     at.multiselect(key="compare_pick").unselect(rope.key).run()
     assert list(at.dataframe[0].value["encoding"]) == ["pos_embed"]
+
+
+def test_compare_in_present_mode_shows_runs_side_by_side_from_their_key_starts():
+    """view=present on Compare (issue 30): the 8-character keys the app shows are taken by a
+    compare= link, and the runs' figures come one at a time, side by side, large."""
+    import json
+
+    import stacklab
+    from stacklab.lab.runs.store import RunStore
+
+    store = RunStore()
+    learned = stacklab.train(task="shift", steps=30, seed=11)
+    rope = stacklab.train('embedding(16, 32)\nattention(2, causal=true, position="rope")\n'
+                          "layer_norm()\nlinear(16)", task="shift", steps=30, seed=11)
+    for run in (learned, rope):
+        store.save(run)
+    at = app(compare=f"{learned.key[:8]},{rope.key[:8]}", view="present")
+    assert not at.warning, [w.value for w in at.warning]
+    at.switch_page("views/compare.py").run()
+    assert not at.exception and not at.dataframe and not at.multiselect  # no settings
+    assert at.query_params["compare"] in (f"{learned.key},{rope.key}",
+                                          [f"{learned.key},{rope.key}"])
+    at.button(key="present_next").click().run()  # past the one plot of both runs' curves
+    for _ in range(12):
+        if "Attention by position alone" in " ".join(m.value for m in at.markdown):
+            break
+        at.button(key="present_next").click().run()
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2  # the two runs, side by side
+    for chart in charts:
+        layout = json.loads(chart.proto.spec)["layout"]
+        assert layout["xaxis"]["tickfont"]["size"] >= 18
+        assert layout["title"]["text"].count("<br>") <= 1  # at most two lines
+    bad = app(compare="2f79848c", view="present")
+    assert "compare=2f79848c is not on this server" in bad.warning[0].value
 
 
 def test_a_rope_stack_with_eval_lengths_trains_from_the_train_page():

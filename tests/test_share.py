@@ -349,7 +349,10 @@ def test_a_link_too_long_for_a_qr_code_is_shown_as_text_and_the_run_status_stays
     wait_for_finished(at)
     at.run()
     assert not at.exception and "Status: **finished**" in texts(at)
-    assert "more than a QR code holds" in texts(at)
+    # issue 30: once the run exists the class link names it alone, so even this stack's
+    # link fits a QR code (before issue 30 the note stayed: the link carried the stack)
+    assert share_link(at).endswith(f"/train?run={at.query_params['run'][:8]}")
+    assert "more than a QR code holds" not in texts(at) and at.get("image")
 
 
 def teachers_run(task="position", steps="60", seed="43") -> tuple[str, str]:
@@ -422,3 +425,120 @@ def test_view_present_puts_the_pattern_figure_first_and_large():
     assert "view='huge' is not one of present" in bad.warning[0].value
     bad.switch_page("views/train.py").run()
     assert "view" not in bad.query_params
+
+
+# --- the class (SPEC §22): students follow the teacher's step -----------------------------
+
+
+def test_students_follow_the_teachers_step_within_one_poll():
+    """A teacher and five browserless students, each polling the class as a page does
+    (every POLL seconds): when the teacher moves to step 3, every student reads step 3
+    within one poll interval; a student's move is refused."""
+    import threading
+    import time
+
+    from stacklab.serve.classes import Classes
+
+    POLL = 0.05
+    classes = Classes(ttl_seconds=60)
+    opened = classes.open("why_positions")
+    seen: dict[int, float] = {}
+    stop = threading.Event()
+
+    def student(number: int) -> None:
+        while not stop.is_set():
+            view = classes.follow(opened.id)
+            if view is not None and view.step == 3 and number not in seen:
+                seen[number] = time.monotonic()
+            time.sleep(POLL)
+
+    students = [threading.Thread(target=student, args=(n,)) for n in range(5)]
+    for thread in students:
+        thread.start()
+    for step in (1, 2):
+        classes.move(opened.id, opened.token, step)
+        time.sleep(POLL)
+    assert not seen  # nobody is ahead of the teacher
+    moved = time.monotonic()
+    assert classes.move(opened.id, opened.token, 3).step == 3
+    time.sleep(POLL * 3)
+    stop.set()
+    for thread in students:
+        thread.join()
+    assert sorted(seen) == list(range(5))
+    assert max(seen.values()) - moved <= POLL * 2  # one poll, and the scheduler's slack
+    with pytest.raises(StackError, match="only the teacher's session"):
+        classes.move(opened.id, "a student's guess", 0)
+    assert opened.token not in opened.id and len(opened.id) == 8  # the link names the id only
+
+
+def test_a_class_ends_when_its_teacher_is_gone_for_its_ttl():
+    from stacklab.serve.classes import Classes
+
+    now = [0.0]
+    classes = Classes(ttl_seconds=30, clock=lambda: now[0])
+    opened = classes.open("why_positions")
+    now[0] = 25
+    assert classes.heartbeat(opened.id, opened.token)  # the teacher's page ran
+    now[0] = 50
+    assert classes.follow(opened.id).lesson == "why_positions"  # a student left and rejoined
+    now[0] = 56
+    assert classes.follow(opened.id) is None and len(classes) == 0
+    with pytest.raises(StackError, match="has ended"):
+        classes.move(opened.id, opened.token, 1)
+    other = classes.open("x")
+    with pytest.raises(StackError, match="not a lesson step"):
+        classes.move(other.id, other.token, -1)
+
+
+# --- the short class link (SPEC §22) ------------------------------------------------------
+
+
+def test_the_class_link_names_the_run_alone_and_fits_a_small_qr_code():
+    import segno
+
+    from stacklab.serve.links.share import class_link, resolve_key, short_key
+
+    other = KEY[:8] + "f" * 24
+    link = class_link("http://192.168.100.200:8501", KEY, known=[KEY])
+    assert link == f"http://192.168.100.200:8501/train?run={KEY[:8]}"
+    assert len(link.split(":8501", 1)[1]) <= 60
+    code = segno.make(link, error="m", micro=False)
+    assert code.version <= 4 and code.symbol_size(scale=1, border=0)[0] <= 33
+    # a start another run shares is not used: the whole key then
+    assert short_key(KEY, [KEY, other]) == KEY and KEY in class_link(BASE, KEY, known=[KEY, other])
+    assert class_link(BASE, KEY, known=[KEY], pinned=("task",)).endswith("&hide=task")
+    assert resolve_key(KEY[:8], [KEY]) == (KEY, None)
+    assert "start of 2 runs" in resolve_key(KEY[:8], [KEY, other])[1]
+    assert "not on this server" in resolve_key("abcdef12", [KEY])[1]
+    assert "not a run key" in resolve_key("2f79", [KEY])[1]
+
+
+def test_run_alone_pins_everything_and_compare_takes_the_key_starts_the_app_shows():
+    link = experiment_of_link(f"{BASE}/train?run={KEY[:8]}")
+    assert link[0].hide == tuple(HIDEABLE) and link[1] == KEY[:8] and link[2] == []
+    assert experiment_of_link(f"{BASE}/train?run={KEY}&hide=task")[0].hide == ("task",)
+    from stacklab.serve.links.link_table import parse_compare
+
+    assert parse_compare("2f79848c,78248499") == (["2f79848c", "78248499"], None)
+    assert "is not a run key" in parse_compare("2f79,78248499")[1]
+
+
+def test_present_mode_on_induction_shows_the_best_heads_attention_then_the_head_grid():
+    """issue 30: for induction, present mode's first figure is the best head's attention
+    pattern on the fixed 0-1 scale; the head-score grid is one step away; no settings."""
+    import json
+
+    _, key = teachers_run(task="induction", steps="40", seed="48")
+    at = app(run=key, view="present")
+    at.switch_page("views/train.py").run()
+    assert not at.exception and not at.number_input and not at.title
+    first = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert "best induction head" in first["layout"]["title"]["text"]
+    assert first["data"][0]["zmin"] == 0 and first["data"][0]["zmax"] == 1
+    assert first["layout"]["title"]["text"].count("<br>") <= 1
+    at.button(key="present_next").click().run()
+    nxt = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert "Head scores" in nxt["layout"]["title"]["text"] or "head" in nxt["layout"]["title"]["text"].lower()
+    at.button(key="present_leave").click().run()
+    assert "view" not in at.query_params

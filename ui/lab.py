@@ -26,8 +26,11 @@ from stacklab.serve.links.changes import (announcement, changed_since, holding,
                                           preset_announcement, stale_note)
 from stacklab.serve.links.experiment import Experiment, Link, presets, read_link, write_link
 from stacklab.serve.links.link_table import LINK_VALUES, parse_compare, parse_values
-from stacklab.serve.links.share import (ALL_PINS, classroom_link, lan_address, pins_everything,
-                                        present_figure, qr_png, share_address)
+from stacklab.serve.links.projector import best_head_figure
+from stacklab.serve.links.share import (ALL_PINS, class_link, classroom_link, experiment_of_run,
+                                        lan_address, network_addresses, pins_everything,
+                                        present_figure, qr_png, resolve_key, restart_hint,
+                                        share_address)
 from stacklab.serve.workers.pool import JobPool
 from stacklab.serve.workers.table_jobs import TableView, model_request, upload_request
 
@@ -49,8 +52,9 @@ __all__ = [
     "MODELS_DIR_ENV", "TableView", "cached_models", "extract_snippet", "model_request",
     "model_under", "models_under", "table_report_html", "upload_request",
     # the classroom: the share panel and the projector
-    "ALL_PINS", "classroom_link", "lan_address", "pins_everything", "present_figure", "qr_png",
-    "share_address",
+    "ALL_PINS", "best_head_figure", "class_link", "classroom_link", "experiment_of_run", "lan_address",
+    "network_addresses", "pins_everything", "present_figure", "qr_png", "resolve_key",
+    "restart_hint", "share_address",
     # the session and its address (ui.session, ui.urls, ui.scripts)
     "Experiment", "JobPool", "Link", "MAX_LINK_STACK_CHARS", "SESSION_TTL_SECONDS",
     "announcement", "changed_since", "preset_announcement", "read_link", "stale_note",

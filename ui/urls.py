@@ -10,7 +10,8 @@ from dataclasses import replace
 import streamlit as st
 
 from ui import session
-from ui.lab import LINK_VALUES, MAX_LINK_STACK_CHARS, Experiment, Link, read_link, write_link
+from ui.lab import (LINK_VALUES, MAX_LINK_STACK_CHARS, Experiment, Link, experiment_of_run,
+                    read_link, resolve_key, write_link)
 
 LESSON_VALUES = ("lesson", "step")  # the Learn page's own values of the link table
 
@@ -24,10 +25,10 @@ def start(own: dict[str, str] | None = None) -> Experiment:
         session.set_experiment(link.experiment)
         problems = list(link.problems)
         if link.run is not None:
-            problem = open_run(link.run)
+            problem = open_run(link.run, follow_run=not link.names_experiment)
             if problem:
                 problems.append(problem)
-        session.set_compared(link.compare)
+        session.set_compared(compared_keys(link.compare, problems))
         session.set_view(link.view)
         session.set_url_problems(problems)
     if own is None:
@@ -55,13 +56,42 @@ def page_of_old_link() -> str | None:
     return "views/learn.py" if "lesson" in names else None
 
 
-def open_run(key: str) -> str | None:
-    """Attach this session to the run of a link's ``run=KEY`` (live or stored); a problem
-    in words when there is no such run."""
+def known_keys() -> list[str]:
+    """The keys of the runs this server has: stored, and live in the pool."""
+    return [*session.pool().store.keys(), *session.pool().live_keys()]
+
+
+def compared_keys(keys, problems: list) -> list[str]:
+    """A ``compare=`` link's keys, each start of a key resolved to its run (a problem for
+    one that names no run, or more than one)."""
+    found = []
+    for start in keys:
+        key, problem = resolve_key(start, known_keys(), "compare") if len(start) < 32 \
+            else (start, None)
+        if problem:
+            problems.append(problem)
+        elif key:
+            found.append(key)
+    return found
+
+
+def open_run(key: str, follow_run: bool = False) -> str | None:
+    """Attach this session to the run of a link's ``run=KEY`` (live or stored; the key or
+    its first 8 or more digits); a problem in words when there is no such run. With
+    ``follow_run`` (a class link naming the run alone) the run fixes the experiment."""
+    if len(key) < 32:
+        key, problem = resolve_key(key, known_keys())
+        if problem:
+            return problem
     job = session.pool().open(session.owner(), key)
     if job is None:
         return (f"run={key!r} is not on this server (never trained here, or evicted from "
                 "its store); press Train to train it")
+    if follow_run:
+        network = job.run.network if job.run is not None else job.plan.network
+        session.set_experiment(experiment_of_run(network.source, network.input_shape,
+                                                 network.input_dtype, job.config,
+                                                 hide=session.experiment().hide))
     session.link_run(job)
     return None
 

@@ -1,5 +1,4 @@
-"""The classroom on the pages: the teacher's share panel (Train), the projector view
-(Train and Explore) and what a student on the teacher's link is told. Not a page of its
+"""The classroom on the pages: the teacher's share dialog (Train), present mode on Train and what a student on the teacher's link is told. Not a page of its
 own: views/train.py, views/explore.py and views/build.py call these. The link, the address
 and the projector's figure come from `stacklab.serve.links.share`."""
 
@@ -7,18 +6,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from stacklab import StackError, Status
-from ui import controls, scripts, session, urls
-from ui.lab import ALL_PINS, classroom_link, lan_address, present_figure, qr_png, share_address
+from stacklab import TASKS, StackError, Status
+from ui import controls, present, scripts, session, urls
+from ui.lab import (ALL_PINS, best_head_figure, class_link, classroom_link, lan_address,
+                    network_addresses, qr_png, restart_hint, share_address)
 from ui.markdown import plain, show_error
 
 train_state = session.PageState("train", "share", "share_pins", "share_qr", "present",
-                                "present_figure", "student_scrolled")
-
-PRESENT_CSS = """<style>
-.st-key-present p, .st-key-present li { font-size: 24px; line-height: 1.4; }
-.st-key-present h2 { font-size: 44px; }
-</style>"""
+                                "present_figure", "student_scrolled", "best_head")
 
 
 def reachable_address():
@@ -28,7 +23,7 @@ def reachable_address():
     headers = st.context.headers
     url = st.context.url or ""
     address = share_address(st.get_option("server.address"), headers.get("Host"),
-                            port=int(st.get_option("server.port") or 8501),
+                            port=server_port(),
                             scheme="https" if url.startswith("https://") else "http",
                             lan=lan_address())
     path = (st.get_option("server.baseUrlPath") or "").strip("/")
@@ -36,59 +31,92 @@ def reachable_address():
                                                   address.fix)
 
 
+def server_port() -> int:
+    return int(st.get_option("server.port") or 8501)
+
+
 def share_button(container, job) -> None:
-    """The share panel behind a button beside Train: drawn only while it is open."""
-    panel = container.popover("Share with the class", icon=":material/share:",
-                              key=train_state.key("share"),
-                              on_change="rerun")
-    if panel.open:
-        with panel:
-            share_panel(job)
+    """The share dialog behind a button beside Train: open while ``train_share`` is set,
+    closed by its X, Escape or a click outside (never left open over present mode)."""
+    container.button("Share with the class", icon=":material/share:",
+                     key="train_share_open", on_click=lambda: train_state.__setitem__("share", True))
+    if train_state.get("share") and not session.presenting():
+        share_dialog(job)
 
 
-def share_panel(job) -> None:
-    """The classroom link (the experiment, the pins the teacher picks, ``run=KEY`` once a
-    run exists), a warning when students cannot reach it, its QR code, how many sessions
-    are on the run now, and the projector view's switch."""
+def _closed() -> None:
+    train_state["share"] = False
+
+
+@st.dialog("Share with the class", width="large", on_dismiss=_closed)
+def share_dialog(job) -> None:
+    """The classroom link, its QR code large, copy (the code box's button), the sessions on
+    the run, how to restart the server for the room, and present mode's switch."""
     address = reachable_address()
-    if address.warning:
-        st.warning(address.warning, icon=":material/wifi_off:")
-        st.code(address.fix, language="bash")
-    pins = st.multiselect(
-        "Pinned on the students' page", ALL_PINS, default=ALL_PINS,
-        key=train_state.key("share_pins"),
-        help="The controls the link hides (hide=): a student sees their values, cannot change "
-             "them, and so attaches to the same run.")
+    qr_col, words_col = st.columns([5, 6], gap="medium")
+    with words_col:
+        link = _link(job, address)
+    if link is None:
+        return
+    qr = _qr(link)
+    if qr is not None:
+        qr_col.image(qr, width="stretch", caption="Scan with a phone's camera to open the link")
+    else:  # the link still works; only its picture cannot be made
+        qr_col.info(f"This link is {len(link):,} characters long, more than a QR code holds, "
+                    "so share it as text: copy it from the box beside. A shorter stack (its "
+                    "comments and blank lines count too) fits in a QR code.",
+                    icon=":material/qr_code:")
+    with words_col:
+        if address.warning:
+            st.warning(address.warning.split(" Restart it")[0] + ". Restart it for the room:",
+                       icon=":material/wifi_off:")
+            st.code(restart_hint(server_port()), language="bash")
+            addresses = network_addresses()
+            st.caption("This machine's network addresses: " + (", ".join(
+                f"`{a}`" for a in addresses) if addresses else "none found (`hostname -I`)"))
+        if job is not None:
+            watching(job)
+        st.toggle("Present mode", value=session.presenting(), key=train_state.key("present"),
+                  on_change=_present_switched,
+                  help="One figure at a time, full width, readable from the back of a room "
+                       "(view=present in this page's address)")
+
+
+def _present_switched() -> None:
+    _closed()  # the dialog never stays open over present mode
+    urls.set_presenting(train_state["present"])
+
+
+def _link(job, address) -> str | None:
+    """The link, and what it does: ``?run=KEY`` alone once a run exists and everything is
+    pinned (the short class link), else the experiment with its pins."""
+    with st.expander("Pinned on the students' page (all by default)"):
+        pins = st.multiselect(
+            "Pinned controls", ALL_PINS, default=ALL_PINS, key=train_state.key("share_pins"),
+            help="The controls the link hides (hide=): a student sees their values, cannot "
+                 "change them, and so attaches to the same run.")
     run_key = job.key if job is not None and session.url_run_key() == job.key else None
     try:
-        link = classroom_link(session.experiment(), address.base, pinned=pins, run_key=run_key)
+        if run_key and set(pins) == set(ALL_PINS):
+            link = class_link(address.base, run_key, known=urls.known_keys())
+        else:
+            link = classroom_link(session.experiment(), address.base, pinned=pins,
+                                  run_key=run_key)
     except StackError as err:
         show_error(err, prefix="This experiment cannot be shared as a link: ")
-        return
+        return None
+    st.code(link, language=None, wrap_lines=True)
     st.caption("Students who open this link see this run at once, with nothing to press."
                if run_key else "Press Train first: then the link takes students straight to "
                "the run (run=KEY); before that, each student's Train joins one training.")
-    st.code(link, language=None, wrap_lines=True)
-    qr = _qr(link)
-    if qr is not None:
-        st.image(qr, width=300, caption="Scan with a phone's camera to open the link")
-    else:  # the link still works; only its picture cannot be made
-        st.info(f"This link is {len(link):,} characters long, more than a QR code holds, so "
-                "share it as text: copy it from the box above. A shorter stack (its comments "
-                "and blank lines count too) fits in a QR code.", icon=":material/qr_code:")
-    if job is not None:
-        watching(job)
-    st.toggle("Projector view", value=session.presenting(), key=train_state.key("present"),
-              on_change=lambda: urls.set_presenting(train_state["present"]),
-              help="The pattern figure large and first, its text readable from the back of a "
-                   "room (view=present in this page's address)")
+    return link
 
 
 def _qr(link: str) -> bytes | None:
     """The QR code of ``link``, made once per link; None when the link is too long for one."""
     def make():
         try:
-            return qr_png(link)
+            return qr_png(link, scale=10)
         except StackError:
             return None
 
@@ -98,33 +126,42 @@ def _qr(link: str) -> bytes | None:
 @st.fragment(run_every=2.0)
 def watching(job) -> None:
     """How many sessions are on the run now: those watching it train, or, once it has
-    ended, those whose current run it is (this one included)."""
+    ended, those whose current run it is (this one included). The pool counts the sessions
+    of this app server: with several app servers on one Ray cluster, each counts its own."""
     now = job.view(session.owner())
     count = now.watchers if now.active else session.pool().viewers(job.key)
-    st.metric("Sessions on this run now", count, help="this session included")
+    st.metric("Sessions on this run now", count,
+              help="this session included; counted on this app server (with several app "
+                   "servers on one Ray cluster, each counts its own)")
 
 
-# --- the projector view -------------------------------------------------------------------
+# --- present mode on Train -----------------------------------------------------------------
 
 
 def show_presented(pattern, note: str = "") -> None:
-    """The pattern figure for a projector: large, its text 20 px or more, the colour bar
-    beside the map, and the score in large type beside it."""
-    figure = train_state.cached("present_figure", pattern, lambda: present_figure(pattern.figure),
-                                same_object=True)
+    """A run's pattern figure for a projector (Explore's present mode)."""
+    show_slide(pattern.figure, pattern.title, pattern.score, pattern.caption, note)
+
+
+def show_slide(figure, title: str, score: str | None, caption: str, note: str = "",
+               key: str = "present_chart") -> None:
+    """One figure for a projector: large, its text 20 px or more, the colour bar beside the
+    map, and the score in large type beside it."""
+    present.hide_chrome()
     with st.container(key="present"):
-        st.html(PRESENT_CSS)
-        figure_col, words_col = st.columns([7, 3], gap="medium")
-        figure_col.plotly_chart(figure, width="content", key="present_chart")
-        if pattern.score:
-            words_col.markdown(f"## {plain(pattern.score, 300)}")
-        words_col.markdown(f"**{plain(pattern.title, 200)}**{note}")
-        words_col.markdown(plain(pattern.caption, 1000))
+        figure_col, words_col = st.columns([11, 7], gap="medium")
+        present.figure_at_full_width(figure_col, figure, key)
+        if score:
+            words_col.markdown(f"## {plain(score, 300)}")
+        words_col.markdown(f"**{plain(title, 200)}**{note}")
+        words_col.markdown(plain(caption, 1000))
 
 
 def projector(owner: str) -> None:
-    """The projector view at the top of Train: the current run's pattern figure, redrawn
-    at each evaluation while it trains."""
+    """Present mode on Train: the current run's figures one at a time (the pattern figure
+    first; for a head-score task the best head's attention, then the head grid), redrawn at
+    each evaluation while it trains."""
+    present.begin("train")
     job = session.current_job()
     live = job is not None and job.view(owner).active
 
@@ -133,14 +170,33 @@ def projector(owner: str) -> None:
         current = session.current_job()
         now = current.view(owner) if current is not None else None
         if now is None or now.pattern is None:
+            present.slide_bar([])
             st.info("The pattern figure appears here, large, once a run's first evaluation "
-                    "is in: press **Train** below.")
+                    "is in: leave present mode and press **Train**.")
             return
         step = f" at step {now.history[-1]['step']}" if now.history else ""
         status = "" if now.status == Status.FINISHED else f" ({now.status})"
-        show_presented(now.pattern, f"{step}{status}")
+        slides = _slides(current, now)
+        index = present.slide_bar([name for name, *_ in slides])
+        _, figure, score, caption = slides[index]
+        show_slide(figure, slides[index][0], score, caption, f"{step}{status}")
 
     presented()
+
+
+def _slides(job, now) -> list[tuple]:
+    """(title, figure, score, caption) of each figure present mode steps through."""
+    pattern = (now.pattern.title, now.pattern.figure, now.pattern.score, now.pattern.caption)
+    best = None
+    heads_task = TASKS[job.config.task].pattern_figure == "head_scores"  # induction, repeat
+    if job.run is not None and not now.active and heads_task:
+        best = train_state.cached("best_head", job.key, lambda: best_head_figure(job.run))
+    if best is None:
+        return [pattern]
+    figure, score = best
+    return [("The best head's attention", figure, score,
+             "The attention of the head with the task's largest head score, on one held-out "
+             "sequence (weights 0-1). Next: every head's scores."), pattern]
 
 
 # --- what a student on the teacher's link is told ------------------------------------------

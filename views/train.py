@@ -11,87 +11,15 @@ from views import share_panel
 PAGE = "train"
 state = session.PageState(PAGE, "error", "pattern_hover")
 experiment = urls.start()
-st.title("Train")
+if not session.presenting():
+    st.title("Train")
 scripts.show_url_problems()
 pool = session.pool()
 owner = session.owner()
-if session.shared_run(session.current_job()):
+if session.shared_run(session.current_job()) and not session.presenting():
     share_panel.student_note(session.current_job().view(owner))
-if session.presenting():
-    share_panel.projector(owner)  # the pattern figure large and first, for the room
-
-
-# The controls of every training setting this page shows, in the table's order, four a row.
-SHOWN = [row.name for row in SETTINGS.values() if row.link and row.page == PAGE]
-UNPINNED = [name for name in SHOWN if not controls.hidden(name)]  # no empty rows on a link
-for start in range(0, len(UNPINNED), 4):
-    for column, name in zip(st.columns(4), UNPINNED[start:start + 4]):
-        controls.setting_control(column, name, PAGE)
-controls.show_pinned(SHOWN)
-experiment = session.experiment()
-available = available_devices()
-
-task = TASKS[experiment.task]
-st.markdown(f"**{task.name}** — {task.description}  \n*What the position table should "
-            f"learn:* {task.pattern}")
-
-if experiment.device not in available:
-    st.warning(f"Device {plain(experiment.device)} is not available on this server; "
-               "runs use auto (the best available).")
-config = experiment.train_config(available)
-fits = True
-try:
-    pool.check(experiment.stack, config)
-except StackError as err:
-    fits = False
-    show_error(err, prefix="This run cannot start: ")
-    if err.line:
-        st.code(annotate(experiment.stack, err), language=None)
-    if err.code not in ("E_BUDGET", "E_ARG"):
-        preset = experiment.with_task_preset(task.name, experiment.seq_len)
-        st.button(f"Use the preset stack for {task.name}", key="train_use_preset",
-                  on_click=lambda: urls.update(stack=preset.stack, input=preset.input,
-                                                    input_dtype=preset.input_dtype))
-else:
-    # Drawn only once opened: a code element, even folded away, makes the browser load and
-    # run Streamlit's 1.5 MB syntax highlighter, which delayed the run's charts by ~0.7 s.
-    stack_panel = st.expander("Stack (from Build)", key="train_stack", on_change="rerun")
-    if stack_panel.open:
-        stack_panel.code(experiment.stack, language=None, line_numbers=True)
-
-
-def start_training():
-    current = session.experiment()  # a control edited just before the click is included
-    try:
-        job = pool.submit(owner, current.stack, current.train_config(available))
-    except StackError as err:
-        state["error"] = err
-    else:
-        session.watch(job)  # the key goes into the URL: a reload or a shared link reattaches
-        state.pop("error")
-
-
-def stop_training():
-    job = session.current_job()
-    if job is not None:
-        pool.stop(owner, job.id)
-        session.forget_run_key()  # a reload must not re-attach
-
-
 job = session.current_job()
 view = job.view(owner) if job else None
-train_col, stop_col, share_col = st.columns([1, 1, 6])
-# A student on the teacher's link has nothing to train: Train would only join the same run.
-student = session.student_view(job) and view.status not in (Status.STOPPED, Status.FAILED)
-if not student:
-    train_col.button("Train", type="secondary" if session.shared_run(job) else "primary",
-                     disabled=not fits, on_click=start_training, key="train_train")
-    share_panel.share_button(share_col, job)
-if not student or view.active:
-    stop_col.button("Stop", disabled=not (view and view.active), on_click=stop_training,
-                    key="train_stop", help="Stop watching; a run shared with others goes on for them")
-if "error" in state:
-    show_error(state["error"])
 
 
 def shared_note(now) -> str:
@@ -180,6 +108,82 @@ def status_panel():
         st.rerun()  # the run ended: redraw the page (buttons, no more polling)
     if now.active and view is not None and poll_seconds(now) != poll_seconds(view):
         st.rerun()  # the fragment polls at the page's last interval: a queued run started
+
+
+if session.presenting():  # present mode: the figures one at a time, no settings
+    share_panel.projector(owner)
+    status_panel()
+    st.stop()
+
+# The controls of every training setting this page shows, in the table's order, four a row.
+SHOWN = [row.name for row in SETTINGS.values() if row.link and row.page == PAGE]
+UNPINNED = [name for name in SHOWN if not controls.hidden(name)]  # no empty rows on a link
+for start in range(0, len(UNPINNED), 4):
+    for column, name in zip(st.columns(4), UNPINNED[start:start + 4]):
+        controls.setting_control(column, name, PAGE)
+controls.show_pinned(SHOWN)
+experiment = session.experiment()
+available = available_devices()
+
+task = TASKS[experiment.task]
+st.markdown(f"**{task.name}** — {task.description}  \n*What the position table should "
+            f"learn:* {task.pattern}")
+
+if experiment.device not in available:
+    st.warning(f"Device {plain(experiment.device)} is not available on this server; "
+               "runs use auto (the best available).")
+config = experiment.train_config(available)
+fits = True
+try:
+    pool.check(experiment.stack, config)
+except StackError as err:
+    fits = False
+    show_error(err, prefix="This run cannot start: ")
+    if err.line:
+        st.code(annotate(experiment.stack, err), language=None)
+    if err.code not in ("E_BUDGET", "E_ARG"):
+        preset = experiment.with_task_preset(task.name, experiment.seq_len)
+        st.button(f"Use the preset stack for {task.name}", key="train_use_preset",
+                  on_click=lambda: urls.update(stack=preset.stack, input=preset.input,
+                                                    input_dtype=preset.input_dtype))
+else:
+    # Drawn only once opened: a code element, even folded away, makes the browser load and
+    # run Streamlit's 1.5 MB syntax highlighter, which delayed the run's charts by ~0.7 s.
+    stack_panel = st.expander("Stack (from Build)", key="train_stack", on_change="rerun")
+    if stack_panel.open:
+        stack_panel.code(experiment.stack, language=None, line_numbers=True)
+
+
+def start_training():
+    current = session.experiment()  # a control edited just before the click is included
+    try:
+        job = pool.submit(owner, current.stack, current.train_config(available))
+    except StackError as err:
+        state["error"] = err
+    else:
+        session.watch(job)  # the key goes into the URL: a reload or a shared link reattaches
+        state.pop("error")
+
+
+def stop_training():
+    job = session.current_job()
+    if job is not None:
+        pool.stop(owner, job.id)
+        session.forget_run_key()  # a reload must not re-attach
+
+
+train_col, stop_col, share_col = st.columns([1, 1, 6])
+# A student on the teacher's link has nothing to train: Train would only join the same run.
+student = session.student_view(job) and view.status not in (Status.STOPPED, Status.FAILED)
+if not student:
+    train_col.button("Train", type="secondary" if session.shared_run(job) else "primary",
+                     disabled=not fits, on_click=start_training, key="train_train")
+    share_panel.share_button(share_col, job)
+if not student or view.active:
+    stop_col.button("Stop", disabled=not (view and view.active), on_click=stop_training,
+                    key="train_stop", help="Stop watching; a run shared with others goes on for them")
+if "error" in state:
+    show_error(state["error"])
 
 
 status_panel()

@@ -51,6 +51,13 @@ def similarity_heatmap(table, kind: str = "cosine", trained_len: int | None = No
     return fig
 
 
+# Attention weights on a fixed 0-1 scale (SPEC §22), live and finished: an early, almost
+# uniform map (every weight near 1/T) shows pale, never as a solid dark square that an
+# auto-ranged scale (0 to 1/T) would make of it.
+ATTENTION_COLORS = dict(colorscale="Blues", zmin=0.0, zmax=1.0,
+                        colorbar=dict(title=dict(text="weight (0-1)")))
+
+
 def _probability_heatmap(matrix, title: str, value_text: str, *, x_title: str = "key position",
                          y_title: str = "query position",
                          axes: tuple[str, str] = ("key position (attended to)",
@@ -60,8 +67,7 @@ def _probability_heatmap(matrix, title: str, value_text: str, *, x_title: str = 
     n = weights.shape[0]
     shown = zoom(n)
     z = weights[:shown, :zoom(weights.shape[1])]
-    colors = dict(colorscale="Blues", zmin=0.0, zmax=float(z.max()) or 1.0,
-                  colorbar=dict(title=dict(text="weight")))
+    colors = ATTENTION_COLORS
     fig = go.Figure(heatmap_trace(z, x_title=x_title, y_title=y_title, value_text=value_text,
                                   colors=colors))
     fig.update_layout(title=dict(text=title + zoom_note(shown, n)), height=HEIGHT)
@@ -173,11 +179,8 @@ def attention_snapshot_heatmaps(run, node: str) -> go.Figure:
     n = chosen[0][1].shape[0]
     shown = _frame_rows(n, len(chosen))
     frames = [(step, as_float32(weights)[:shown, :shown]) for step, weights in chosen]
-    top = max(float(z.max()) for _, z in frames) or 1.0
     return _animation(frames, n, title=f"Attention by position alone during training ({node})",
-                      value_text="attention weight",
-                      colors=dict(colorscale="Blues", zmin=0.0, zmax=top,
-                                  colorbar=dict(title=dict(text="weight"))),
+                      value_text="attention weight", colors=ATTENTION_COLORS,
                       axes=("key position (attended to)", "query position (attending)"))
 
 

@@ -12,7 +12,7 @@ NO_TABLE = PRESET.replace("pos_embed(32)\n", "")
 # The preset with the fixed sinusoidal table of 32 rows in place of the learned one.
 SINUSOIDAL = PRESET.replace("pos_embed(32)", "sin_pos(32)")
 # Small enough to train in a few seconds: a larger learning rate than the preset's.
-QUICK = {"task": "reverse", "steps": 150, "lr": 0.01, "target_accuracy": None, "seed": 0}
+QUICK = {"task": "reverse", "steps": 250, "lr": 0.01, "target_accuracy": None, "seed": 0}
 
 LESSON = Lesson(
     id="positions",
@@ -26,7 +26,7 @@ LESSON = Lesson(
             text=("The task is reverse: output the sequence backwards, so position t must "
                   "copy the token at position T-1-t. This stack has an embedding, an "
                   "attention and a small feed-forward head, but no position table."),
-            question="Will it learn to reverse sequences of 16 tokens in 150 steps?",
+            question="Will it learn to reverse sequences of 16 tokens in 250 steps?",
             answer=("No. Without positions, attention sees the sequence as a bag of tokens: "
                     "every position looks at the same bag in the same way, so the model can "
                     "only guess a token that appears often. Its held-out accuracy stays near "
@@ -43,7 +43,7 @@ LESSON = Lesson(
             text=("The same stack with pos_embed(32) after the embedding: a learned table "
                   "with one row per position, added to each token's vector. Position t now "
                   "carries row t."),
-            question="What held-out accuracy will it reach in the same 150 steps?",
+            question="What held-out accuracy will it reach in the same 250 steps?",
             answer=("Close to 1. With a row per position, each position can tell where it is, "
                     "and attention can learn to look at position T-1-t."),
             settings=QUICK,

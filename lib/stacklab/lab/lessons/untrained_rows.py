@@ -7,7 +7,7 @@ from __future__ import annotations
 from .model import Expect, Lesson, Step
 
 # reverse's preset at T = 16 has pos_embed(32): twice the rows the sequences use.
-QUICK = {"task": "reverse", "seq_len": 16, "steps": 150, "lr": 0.01, "target_accuracy": None,
+QUICK = {"task": "reverse", "seq_len": 16, "steps": 250, "lr": 0.01, "target_accuracy": None,
          "seed": 0}
 
 LESSON = Lesson(
@@ -52,7 +52,7 @@ LESSON = Lesson(
                   "whether or not it has a gradient."),
             question="Will rows 16-31 move now, although they still get no gradient?",
             answer=("Yes: weight decay pulls them towards zero, so they drift although their "
-                    "gradient is still exactly zero (about 0.02 on average after 150 steps, "
+                    "gradient is still exactly zero (about 0.02 on average after 250 steps, "
                     "against 0 without weight decay)."),
             settings={**QUICK, "weight_decay": 0.1},
             figure="drift",

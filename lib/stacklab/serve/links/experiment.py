@@ -166,6 +166,9 @@ class Link:
     compare: tuple[str, ...] = ()
     view: str | None = None
     problems: tuple[str, ...] = ()
+    # whether the link names any of the experiment's values (a class link names only its
+    # run: the run then fixes the experiment)
+    names_experiment: bool = True
 
 
 def read_link(params: Mapping[str, object]) -> Link:
@@ -179,8 +182,12 @@ def read_link(params: Mapping[str, object]) -> Link:
     values, refused = parse_values(params, SESSION_VALUES)
     problems += [problem + (f"; {row.instead}" if dropped and row.instead else "")
                  for row, problem, dropped in refused]
+    named = {row.name for row in EXPERIMENT_VALUES} & set(params)
+    if values.get("run") and not named:  # a class link, ?run=KEY alone: everything pinned
+        experiment = replace(experiment, hide=HIDEABLE)
     return Link(experiment, values.get("run"), tuple(values.get("compare") or ()),
-                values.get("view"), tuple(problems))
+                values.get("view"), tuple(problems),
+                names_experiment=bool(named - {"hide", "pin"}))
 
 
 def write_link(link: Link) -> dict[str, str]:

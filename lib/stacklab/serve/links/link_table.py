@@ -97,21 +97,34 @@ def _names(name: str) -> Parse:
     return parse
 
 
+SHORTEST_KEY = 8  # a key's start, as the app shows keys, names a run when it is unique
+
+
+def is_key_start(text: object) -> bool:
+    """A whole run key, or its first `SHORTEST_KEY` or more hex digits (what the app
+    shows); which run a start names is for the server to resolve."""
+    text = str(text)
+    return is_key(text) or (SHORTEST_KEY <= len(text) < 32
+                            and all(c in "0123456789abcdef" for c in text))
+
+
 def parse_run(raw: str) -> tuple[str | None, str | None]:
-    """A link's ``run=KEY``: the run key, or a problem in words."""
-    if is_key(raw):
+    """A link's ``run=KEY`` (or its first 8 or more digits): the key as given, or a
+    problem in words."""
+    if is_key_start(raw):
         return raw, None
     return None, f"run={shown(raw)} is not a run key (32 hex digits)"
 
 
 def parse_compare(raw: str) -> tuple[list[str], str | None]:
-    """The run keys of a ``compare=K1,K2`` link value (at most ``MAX_COMPARED``, each once),
-    and a problem in words for what was dropped."""
+    """The run keys of a ``compare=K1,K2`` link value (at most ``MAX_COMPARED``, each once;
+    whole keys or their first 8 or more digits, as the app shows them), and a problem in
+    words for what was dropped."""
     from ...lab.reports.compare import MAX_COMPARED  # the figures' module: loaded when used
 
     parts = [part.strip() for part in str(raw).split(",") if part.strip()]
-    keys = list(dict.fromkeys(part for part in parts if is_key(part)))[:MAX_COMPARED]
-    dropped = [part for part in parts if not is_key(part)]
+    keys = list(dict.fromkeys(part for part in parts if is_key_start(part)))[:MAX_COMPARED]
+    dropped = [part for part in parts if not is_key_start(part)]
     if dropped:
         return keys, (f"compare: {', '.join(shown(d) for d in dropped[:4])} "
                       f"{'is not a run key' if len(dropped) == 1 else 'are not run keys'}")

@@ -31,12 +31,14 @@ import plotly.graph_objects as go
 from ...core.errors import StackError, shown
 from ..limits import MAX_LINK_STACK_CHARS
 from .experiment import Experiment, from_query, read_link, to_query
+from .experiment import LINK_SETTINGS
 from .link_table import HIDEABLE, SESSION_VALUES, parse_run, write_values
 
 ALL_PINS = HIDEABLE  # a classroom link pins every control unless the teacher says otherwise
 ALWAYS_IN_LINK = ("task",)  # kept even at its default, so a reader of the link sees the task
 PAGES = {"build": "", "train": "train", "explore": "explore"}  # page -> its URL path
 RESTART_FOR_THE_ROOM = "make run HOST=0.0.0.0"
+SHORT_KEY = 8  # the digits of a run key the app shows, and a class link carries when unique
 RESTART_WITH_STREAMLIT = "streamlit run app.py --server.address 0.0.0.0"
 
 
@@ -123,6 +125,78 @@ def pins_everything(experiment: Experiment) -> bool:
     return set(ALL_PINS) <= set(experiment.hide)
 
 
+# --- the class link: the run alone -------------------------------------------------------
+
+
+def short_key(key: str, known: Iterable[str]) -> str:
+    """The first `SHORT_KEY` digits of ``key`` when no other of the ``known`` keys starts
+    with them (and ``key`` is among them, so the server can resolve it); else the whole key.
+
+    >>> short_key("2f79848c" + "0" * 24, ["2f79848c" + "0" * 24, "78248499" + "0" * 24])
+    '2f79848c'
+    """
+    start = key[:SHORT_KEY]
+    matches = {other for other in known if other.startswith(start)}
+    return start if matches == {key} else key
+
+
+def resolve_key(start: str, known: Iterable[str], name: str = "run") -> tuple[str | None, str | None]:
+    """The one of the ``known`` keys that ``start`` (a whole key, or its first 8 or more
+    digits, as the app shows keys) names, or None and a problem in words: no such run, or
+    a start that more than one run shares.
+
+    >>> resolve_key("2f79", ["2f79848c" + "0" * 24])[1]
+    "run='2f79' is not a run key (32 hex digits, or its first 8 or more)"
+    """
+    start = str(start).strip().lower()
+    if parse_run(start)[1]:
+        return None, f"{name}={shown(start)} is not a run key (32 hex digits, or its first 8 or more)"
+    matches = sorted({key for key in known if key.startswith(start)})
+    if len(matches) == 1:
+        return matches[0], None
+    if matches:
+        return None, (f"{name}={start} is the start of {len(matches)} runs on this server "
+                      f"({', '.join(m[:12] + '…' for m in matches[:3])}); give more of its key")
+    return None, (f"{name}={start} is not on this server (never trained here, or evicted from "
+                  "its store); press Train to train it")
+
+
+def class_link(base_url: str, run_key: str, *, known: Iterable[str] = (),
+               pinned: Iterable[str] = ALL_PINS, page: str = "train") -> str:
+    """The short link of a class (SPEC §22): ``page?run=KEY`` alone, the run fixing the
+    experiment and every control pinned; ``hide=`` only when the teacher opens some. The
+    key is its 8-digit start when that names it alone among the ``known`` keys.
+
+    >>> key = "2f79848c" + "0" * 24
+    >>> class_link("http://10.0.0.5:8501", key, known=[key])
+    'http://10.0.0.5:8501/train?run=2f79848c'
+    """
+    if parse_run(run_key)[1] or len(run_key) != len(run_key.strip()) or not run_key:
+        raise StackError("E_VALUE", parse_run(run_key)[1] or "no run key",
+                         hint="give the key the app shows as run=KEY in its address")
+    if page not in PAGES:
+        raise StackError("E_VALUE", f"page {shown(page)} is not one of {', '.join(PAGES)}",
+                         hint="share the train page (the default)")
+    pins = check_pins(pinned)
+    query = {"run": short_key(run_key, known), **({} if pins == ALL_PINS else
+                                                  {"hide": ",".join(pins)})}
+    return f"{check_base_url(base_url)}/{PAGES[page]}?" + urlencode(query, safe=",")
+
+
+def experiment_of_run(source: str, input_shape: Iterable[object], input_dtype: str, config,
+                      hide: Iterable[str] = ALL_PINS) -> Experiment:
+    """The experiment a run fixes: its stack, input and settings (``config``, filled), with
+    ``hide`` pinned; what a class link that names only the run opens."""
+    settings = {row.name: getattr(config, row.name) for row in LINK_SETTINGS}
+    settings = {name: ",".join(map(str, value)) if isinstance(value, (list, tuple)) else value
+                for name, value in settings.items()}
+    read, _ = from_query({"stack": source, "input": ",".join(map(str, input_shape)),
+                          "input_dtype": input_dtype,
+                          **{name: str(value) if value is not None else "none"
+                             for name, value in settings.items()}})
+    return replace(read, hide=tuple(hide))
+
+
 # --- the address students can reach ------------------------------------------------------
 
 
@@ -206,6 +280,31 @@ def lan_address() -> str | None:
     return None if is_loopback(address) or address == "0.0.0.0" else address
 
 
+def network_addresses() -> list[str]:
+    """This machine's IPv4 addresses that other devices may reach (loopback left out):
+    the route's (`lan_address`) first, then every other address its name resolves to."""
+    found = [lan_address()]
+    try:
+        infos = socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)
+    except OSError:
+        infos = []
+    found += [info[4][0] for info in infos]
+    return [a for a in dict.fromkeys(found) if a and not is_loopback(a) and a != "0.0.0.0"]
+
+
+MAKE_PORT = 8501  # the Makefile's PORT when none is given
+
+
+def restart_hint(port: int) -> str:
+    """The command that restarts the app for the room on the port in use (the Makefile's
+    own port needs no PORT=).
+
+    >>> restart_hint(8600), restart_hint(8501)
+    ('make run HOST=0.0.0.0 PORT=8600', 'make run HOST=0.0.0.0')
+    """
+    return RESTART_FOR_THE_ROOM + ("" if int(port) == MAKE_PORT else f" PORT={int(port)}")
+
+
 def qr_png(link: str, scale: int = 8) -> bytes:
     """A QR code of ``link`` as PNG bytes, made in memory (``segno``), for the projector.
     ``E_VALUE`` for a link longer than a QR code holds (about 2,300 characters at this
@@ -233,21 +332,22 @@ _TITLE_LINE_PX = 36
 _TITLE_CHARS = 48  # a line of the title at PRESENT_TITLE_PX over the map's width
 
 
-def _wrapped(title: str) -> list[str]:
+def _wrapped(title: str, width: int = _TITLE_CHARS) -> list[str]:
     """The title's words in lines of at most `_TITLE_CHARS` (broken at spaces only, so
     the HTML-escaped text plotly shows keeps its entities whole)."""
     lines: list[str] = []
     for word in title.split(" "):
-        if lines and len(lines[-1]) + 1 + len(word) <= _TITLE_CHARS:
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
             lines[-1] += " " + word
         else:
             lines.append(word)
     return lines or [""]
 
 
-def present_figure(figure: go.Figure) -> go.Figure:
-    """A copy of ``figure`` for a projector: every text `PRESENT_FONT_PX` or more, and a
-    single square map sized so that its colour bar sits right beside it."""
+def present_figure(figure: go.Figure, columns: int = 1) -> go.Figure:
+    """A copy of ``figure`` for a projector: every text `PRESENT_FONT_PX` or more, its title
+    on at most two lines, and a single square map sized so that its colour bar sits right
+    beside it; with ``columns`` > 1 (runs side by side) it fills its column instead."""
     fig = go.Figure(figure)
     text = dict(font=dict(size=PRESENT_FONT_PX))
     fig.update_layout(font=dict(size=PRESENT_FONT_PX), legend=text)
@@ -258,18 +358,24 @@ def present_figure(figure: go.Figure) -> go.Figure:
         if "colorbar" in trace:
             trace.update(colorbar=dict(tickfont=dict(size=PRESENT_FONT_PX), title=text,
                                        thickness=26, xpad=14))
-    lines = _wrapped(fig.layout.title.text or "")
+    lines = _wrapped(fig.layout.title.text or "",
+                     _TITLE_CHARS if columns <= 1 else _TITLE_CHARS // columns + 12)
+    if len(lines) > 2:  # at most two lines: a projector's title is read, not studied
+        lines = [lines[0], lines[1][:-1] + "…" if len(lines[1]) > 2 else lines[1] + "…"]
     top = 40 + _TITLE_LINE_PX * len(lines)
     fig.update_layout(title=dict(text="<br>".join(lines), font=dict(size=PRESENT_TITLE_PX),
                                  x=0.0, xanchor="left", xref="paper", y=1.0, yanchor="top",
                                  yref="container", pad=dict(t=20)))
     square = (len(list(fig.select_xaxes())) == 1 == len(list(fig.select_yaxes()))
               and fig.layout.yaxis.scaleanchor == "x")
-    if square:  # the plot area exactly square: nothing left over between map and colour bar
+    if square and columns == 1:  # the plot area exactly square: no gap before the colour bar
         margin = {**_PRESENT_MARGIN, "t": top}
         fig.update_layout(autosize=False, margin=margin,
                           width=margin["l"] + PRESENT_SIDE_PX + margin["r"],
                           height=top + PRESENT_SIDE_PX + margin["b"])
+    elif columns > 1:
+        fig.update_layout(autosize=True, width=None, margin=dict(t=top, l=90, r=40, b=90),
+                          height=top + PRESENT_SIDE_PX - 60 + 90)
     else:
         fig.update_layout(height=int((fig.layout.height or 520) * 1.4), margin=dict(t=top))
     return fig

@@ -182,6 +182,12 @@ class JobPool:
             return {"workers": self.workers, "running": self.running, "queued": len(self._queue),
                     "owners": len(self._jobs), "trainings": self.trainings}
 
+    def live_keys(self) -> list[str]:
+        """The keys of the runs queued, running or finished in this pool (a run not yet in
+        the store among them), so a link's key start can name it."""
+        with self._lock:
+            return [*self._live, *self._done]
+
     def viewers(self, key: str) -> int:
         """Sessions whose current run is ``key`` (the newest they asked for or opened):
         watching it train, or looking at it once it has ended (a run's watchers go then)."""

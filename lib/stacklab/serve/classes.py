@@ -1,0 +1,177 @@
+"""A class on the server (SPEC §22): the lesson a teacher presents and its current step,
+shared state like a shared run, written only by the teacher's session.
+
+Presenting a lesson opens a `Class`: a short id for the students' link (``class=ID``) and a
+presenter token that only the teacher's session keeps (never in a link). Only that token
+moves the class. A student's page reads the class at each poll (`Classes.follow`) and shows
+its step, so every student is on the teacher's step within one poll; a student may leave
+to explore and rejoin (following is reading, nothing to undo). A class ends when its
+teacher's session has not been seen (`Classes.heartbeat`, each move counts too) for
+``ttl_seconds``.
+
+>>> classes = Classes(ttl_seconds=60)
+>>> opened = classes.open("why_positions")
+>>> classes.follow(opened.id).step, classes.move(opened.id, opened.token, 3).step
+(0, 3)
+>>> classes.follow(opened.id).step
+3
+>>> classes.move(opened.id, "not the token", 1)
+Traceback (most recent call last):
+    ...
+stacklab.core.errors.StackError: E_VALUE: only the teacher's session moves class ...
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from ..core.errors import StackError, shown
+from .limits import SESSION_TTL_SECONDS
+
+CLASS_ID_CHARS = 8  # the class's id in the students' link: short, for a QR code
+MAX_CLASSES = 256  # open classes on one server; the oldest idle one goes first beyond it
+
+
+@dataclass(frozen=True)
+class ClassView:
+    """What a student's page reads: the lesson, the current step, and ``version`` (bumped
+    at every move, so a page redraws only when the teacher moved)."""
+
+    id: str
+    lesson: str
+    step: int
+    version: int
+
+
+@dataclass(frozen=True)
+class Opened:
+    """What the teacher's session keeps: the class's ``id`` (for the link) and its
+    presenter ``token`` (kept in the session, never in a link)."""
+
+    id: str
+    token: str
+
+
+@dataclass
+class Class:
+    """One class: its lesson and step, the presenter token, and when the teacher was last
+    seen. Written only under `Classes`'s lock."""
+
+    id: str
+    lesson: str
+    token: str
+    step: int = 0
+    version: int = 0
+    seen: float = 0.0
+
+    def view(self) -> ClassView:
+        return ClassView(self.id, self.lesson, self.step, self.version)
+
+
+class Classes:
+    """The server's open classes, by id (one module writes them: this one). Thread-safe:
+    every page script of every session calls it."""
+
+    def __init__(self, ttl_seconds: float = SESSION_TTL_SECONDS,
+                 clock: Callable[[], float] = time.monotonic):
+        self.ttl_seconds = ttl_seconds
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._classes: dict[str, Class] = {}
+
+    def open(self, lesson: str, step: int = 0) -> Opened:
+        """Open a class presenting ``lesson`` at ``step``: its id and presenter token."""
+        lesson = str(lesson).strip()
+        if not lesson:
+            raise StackError("E_VALUE", "a class needs the lesson it presents",
+                             hint="open it with the lesson's id, e.g. open('why_positions')")
+        token = secrets.token_urlsafe(16)
+        with self._lock:
+            self._forget_idle_locked()
+            while True:
+                class_id = secrets.token_hex(CLASS_ID_CHARS // 2)
+                if class_id not in self._classes:
+                    break
+            if len(self._classes) >= MAX_CLASSES:  # the longest unseen teacher's class goes
+                oldest = min(self._classes.values(), key=lambda c: c.seen)
+                del self._classes[oldest.id]
+            self._classes[class_id] = Class(class_id, lesson, token, _step(step),
+                                            seen=self._clock())
+        return Opened(class_id, token)
+
+    def move(self, class_id: str, token: str, step: int, lesson: str | None = None) -> ClassView:
+        """Move the class to ``step`` (and ``lesson``, when the teacher changes lesson); only
+        with its presenter token. ``E_VALUE`` for a wrong token or a class that has ended."""
+        with self._lock:
+            found = self._teachers_locked(class_id, token)
+            found.step, found.seen = _step(step), self._clock()
+            if lesson is not None:
+                found.lesson = str(lesson)
+            found.version += 1
+            return found.view()
+
+    def heartbeat(self, class_id: str, token: str) -> bool:
+        """The teacher's session is still there (each of its page runs calls this); False
+        when the class has ended or the token is not its presenter's."""
+        with self._lock:
+            found = self._classes.get(class_id)
+            if found is None or not secrets.compare_digest(found.token, str(token)):
+                return False
+            found.seen = self._clock()
+            return True
+
+    def follow(self, class_id: str) -> ClassView | None:
+        """What a student's page shows at each poll: the class's lesson and step, or None
+        when it has ended (its teacher gone for the TTL) or never was."""
+        with self._lock:
+            self._forget_idle_locked()
+            found = self._classes.get(str(class_id))
+            return None if found is None else found.view()
+
+    def close(self, class_id: str, token: str) -> None:
+        """The teacher ends the class."""
+        with self._lock:
+            self._teachers_locked(class_id, token)
+            del self._classes[class_id]
+
+    def forget_idle(self) -> int:
+        """End the classes whose teacher has not been seen for the TTL; how many ended."""
+        with self._lock:
+            return self._forget_idle_locked()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._classes)
+
+    def _teachers_locked(self, class_id: str, token: str) -> Class:
+        self._forget_idle_locked()
+        found = self._classes.get(str(class_id))
+        if found is None:
+            raise StackError("E_VALUE", f"class {shown(class_id, 20)} has ended (or never was)",
+                             hint="present the lesson again to open a new class")
+        if not secrets.compare_digest(found.token, str(token)):
+            raise StackError("E_VALUE", f"only the teacher's session moves class {found.id}",
+                             hint="a student follows the class; presenting a lesson opens "
+                                  "your own class")
+        return found
+
+    def _forget_idle_locked(self) -> int:
+        now = self._clock()
+        gone = [c.id for c in self._classes.values() if now - c.seen > self.ttl_seconds]
+        for class_id in gone:
+            del self._classes[class_id]
+        return len(gone)
+
+
+def _step(step: object) -> int:
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise StackError("E_VALUE", f"step {shown(step, 20)} is not a lesson step",
+                         hint="steps are numbered 0, 1, 2, ...")
+    return step
+
+
+__all__ = ["Class", "ClassView", "Classes", "Opened"]
