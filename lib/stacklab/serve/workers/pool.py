@@ -13,12 +13,8 @@ when it was the last watcher. Jobs wait in one queue (each knows its place), at 
 ``workers`` run at once, each in a process of its own (`stacklab.serve.workers.worker`), so a
 crash, an out-of-memory kill or a SIGKILL fails only that run; a job that fails or
 diverges frees its worker and says why.
-Owners that stop polling (a closed tab) are detached after ``ttl_seconds``.
-
-This module holds the pool: the queue, the owners and their TTL, and the worker threads.
-A job and the figures its watchers share are `stacklab.serve.workers.job`; how a run reaches its
-worker process or Ray actor, and how its messages come back, is
-`stacklab.serve.workers.transport`.
+Owners that stop polling (a closed tab) are detached after ``ttl_seconds``. A job and its
+shared figures are `job`; how a run reaches its process or Ray actor is `transport`.
 
 >>> import tempfile
 >>> pool = JobPool(workers=1, store=RunStore(tempfile.mkdtemp()))
