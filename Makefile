@@ -1,6 +1,6 @@
 # Every target creates .venv and installs what it needs on first use: `make run` only what
-# the app needs (about 1 GB, 1-3 minutes), `make test` the test tools on top (Ray, Playwright,
-# pytest, Jupyter's kernel: about 2 GB in all). pip prints each package as it goes.
+# the app needs (about 1.5 GB, a minute), `make test` the test tools on top (Ray, Playwright,
+# transformers, MkDocs, Jupyter's kernel: about 2.3 GB in all). pip prints each package as it goes.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
