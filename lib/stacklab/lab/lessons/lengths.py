@@ -121,7 +121,7 @@ LESSON = Lesson(
         Step(
             title="Kerple, past T",
             text=("Kerple (Chi et al. 2022) is a learned ALiBi: the penalty is "
-                  "r1 * log(1 + r2 * distance), with r1 and r2 trained for each head, so "
+                  "r1 · log(1 + r2 · distance), with r1 and r2 trained for each head, so "
                   "training decides how fast a head stops looking far away."),
             question=("ALiBi's fixed penalty kept about 0.73 past T. Will a learned penalty "
                       "do better or worse?"),
