@@ -226,3 +226,26 @@ def test_figures_that_are_not_what_figures_json_writes_are_damaged():
         assert caught.value.code == "E_DAMAGED"
     with pytest.raises(StackError, match="stored figures are damaged"):
         absent_from_json({"absent": []})
+
+
+def test_the_new_encodings_are_each_labelled_by_their_own_name(tmp_path):
+    """Issue 32: an xPos run, a CoPE run and a partial-RoPE run compared side by side: the
+    table, comparison.json and the Compare page's run labels (`encoding` of the stored run's
+    stack) name each by its encoding; partial RoPE is not called plain "rope"."""
+    from stacklab.lab.reports.compare import comparison, comparison_html, encoding, table_rows
+
+    store = RunStore(tmp_path)
+    entries = []
+    for label, position in (("xpos", '"xpos"'), ("cope", '"cope"'),
+                            ("partial", '"rope", rotary=0.25'), ("rope", '"rope"')):
+        source = (f"embedding(16, 32)\nattention(2, causal=true, position={position})\n"
+                  "layer_norm()\nlinear(16)")
+        run = stacklab.train(source, task="shift", steps=5, seed=0, eval_lengths="32")
+        store.save(run)
+        entries.append((label, store.open(run.key)))
+    expected = ["xpos", "cope", "rope 25%", "rope"]
+    assert [encoding(stored.network) for _, stored in entries] == expected  # the page's labels
+    assert [row["encoding"] for row in table_rows(entries)] == expected
+    assert [found["encoding"] for found in comparison(entries)["runs"]] == expected
+    page = comparison_html(entries)
+    assert all(f">{name}<" in page for name in expected), "the saved page's table names each"

@@ -29,9 +29,9 @@ def run_of(lesson_id: str, number: int):
     return _RUNS[key]
 
 
-def test_the_five_lessons_in_order():
+def test_the_lessons_in_order():
     assert list(LESSONS) == ["positions", "table-patterns", "untrained-rows",
-                             "train-short-test-long", "induction-heads"]
+                             "train-short-test-long", "induction-heads", "paper-cope"]
     assert all(len(lesson.steps) >= 3 for lesson in LESSONS.values())
 
 
@@ -58,10 +58,17 @@ CONTRASTS = [
     (("train-short-test-long", 4), ("train-short-test-long", 2)),  # learned: RoPE's bound fails
     (("train-short-test-long", 2), ("train-short-test-long", 4)),  # RoPE: learned's bound fails
     (("train-short-test-long", 3), ("train-short-test-long", 5)),  # ALiBi: sinusoid's fails
+    (("train-short-test-long", 6), ("train-short-test-long", 2)),  # learned: xPos's bound fails
+    (("train-short-test-long", 2), ("train-short-test-long", 6)),  # xPos: learned's bound fails
+    (("train-short-test-long", 7), ("train-short-test-long", 5)),  # ALiBi: Kerple's bound fails
+    (("train-short-test-long", 3), ("train-short-test-long", 7)),  # Kerple: sinusoid's fails
     (("induction-heads", 3), ("induction-heads", 1)),  # two layers: one layer's bound fails
     (("induction-heads", 1), ("induction-heads", 3)),  # one layer: no induction head
     (("induction-heads", 6), ("induction-heads", 5)),  # the shortcut: induction's length fails
     (("induction-heads", 5), ("induction-heads", 6)),  # induction: the shortcut's bound fails
+    (("paper-cope", 3), ("paper-cope", 2)),  # RoPE on selective_copy: CoPE's bound fails
+    (("paper-cope", 2), ("paper-cope", 3)),  # CoPE past T: RoPE's bound fails
+    (("paper-cope", 1), ("paper-cope", 3)),  # CoPE inside T: RoPE's bound fails
 ]
 
 

@@ -1,5 +1,9 @@
-"""Lesson: train short, test long. Four position encodings trained on `shift` at T = 16 and
-evaluated at 32: a learned table and the sinusoid fail past T, RoPE and ALiBi carry over."""
+"""Lesson: train short, test long. Position encodings trained on `shift` at T = 16 and
+evaluated at 32: a learned table and the sinusoid fail past T; RoPE, ALiBi and the newer
+xPos and Kerple carry over.
+
+Past T at 32 over seeds 0-2 (150 steps, one thread, about 4 s each): xPos 0.86, 0.94, 0.96
+(bound >= 0.6); Kerple 0.99, 0.99, 0.99 (bound >= 0.8)."""
 
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ LEARNED = f"embedding(16, 64)\npos_embed(64)\nattention(4, causal=true)\n{_HEAD}
 SINUSOIDAL = f"embedding(16, 64)\nsin_pos(64)\nattention(4, causal=true)\n{_HEAD}"
 ROPE = f"embedding(16, 64)\nattention(4, causal=true, position=\"rope\")\n{_HEAD}"
 ALIBI = f"embedding(16, 64)\nattention(4, causal=true, position=\"alibi\")\n{_HEAD}"
+XPOS = f"embedding(16, 64)\nattention(4, causal=true, position=\"xpos\")\n{_HEAD}"
+KERPLE = f"embedding(16, 64)\nattention(4, causal=true, position=\"kerple\")\n{_HEAD}"
 QUICK = {"task": "shift", "seq_len": 16, "steps": 150, "lr": 0.01, "target_accuracy": None,
          "eval_lengths": "32", "seed": 0}
 PAST_T = "held-out accuracy on positions 16-31 of sequences of 32"
@@ -95,6 +101,39 @@ LESSON = Lesson(
             expect=Expect("past_T", ">=", 0.55, length=32),
             try_next=("Remove causal=true: ALiBi's penalty is the same to the left and to "
                       "the right. Can it still tell which neighbour to copy?"),
+        ),
+        Step(
+            title="xPos, past T",
+            text=("xPos (Sun et al. 2022) is RoPE with a decay: each query is scaled up and "
+                  "each key down by a factor that grows with the position, a different "
+                  "rate per rotation frequency, so a score also shrinks with the distance "
+                  "between the two positions."),
+            question=f"Will the {PAST_T} be closer to RoPE's or to the learned table's?",
+            answer=("To RoPE's: about 0.86-0.96 over seeds 0-2. The rotation still depends "
+                    "only on the distance, and the decay is gentle at these lengths (it was "
+                    "made for thousands of positions)."),
+            settings=QUICK,
+            stack=XPOS,
+            figure="length_generalization",
+            expect=Expect("past_T", ">=", 0.6, length=32),
+            try_next="Evaluate at 64 (eval_lengths 32,64): does xPos hold as far as RoPE?",
+        ),
+        Step(
+            title="Kerple, past T",
+            text=("Kerple (Chi et al. 2022) is a learned ALiBi: the penalty is "
+                  "r1 · log(1 + r2 · distance), with r1 and r2 trained for each head, so "
+                  "training decides how fast a head stops looking far away."),
+            question=("ALiBi's fixed penalty kept about 0.73 past T. Will a learned penalty "
+                      "do better or worse?"),
+            answer=("Better: about 0.99 over seeds 0-2, inside T and past it. Training makes "
+                    "the penalty steep enough that each head looks only at its neighbour, "
+                    "and a penalty by distance is the same at position 5 and at 25."),
+            settings=QUICK,
+            stack=KERPLE,
+            figure="length_generalization",
+            expect=Expect("past_T", ">=", 0.8, length=32),
+            try_next=("Change position=\"kerple\" to position=\"fire\": FIRE learns the "
+                      "whole penalty as a small network of the distance. Does it hold too?"),
         ),
     ),
 )

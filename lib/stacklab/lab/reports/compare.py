@@ -54,7 +54,8 @@ _HEAD = re.compile(r"layer (?P<layer>\d+) (?P<score>[a-z ]+)")
 HELP = {
     "run": "the run: its task, encoding, seed, trained length T and key",
     "encoding": "the position encodings of the stack (a learned table, sin_pos, or "
-                "attention's own position=)",
+                "attention's own position=, e.g. rope, xpos, kerple, fire, cope; "
+                "'rope 25%': partial RoPE)",
     INSIDE: "held-out accuracy at the trained length T, over all its positions",
     PAST: "held-out accuracy at length {length} on the positions T and beyond only, which "
           "training never saw (the plot's 'overall' counts every position); 'beyond "
@@ -73,12 +74,21 @@ NOT_STORED = "not drawn when this run was stored (an older version drew fewer fi
 
 def encoding(network) -> str:
     """The position encodings of a stack in a word or two: "pos_embed", "sin_pos",
-    "rope", "pos_embed + alibi", or "none"."""
+    "rope", "rope 25%" (partial), "xpos", "kerple", "fire", "cope", "pos_embed + alibi",
+    or "none"."""
     # what is added to the input first, then what attention layers do inside
     nodes = sorted((node for node in network.nodes if node.spec.encodes_positions is not None),
                    key=lambda node: node.spec.role == "attention")
-    found = filter(None, (node.spec.encodes_positions(node.args) for node in nodes))
+    found = filter(None, (_encodes(node) for node in nodes))
     return " + ".join(dict.fromkeys(found)) or "none"
+
+
+def _encodes(node) -> str | None:
+    """One node's encoding; a partial rotation says how much it turns ("rope 25%"), so
+    partial RoPE is not mistaken for RoPE beside it."""
+    label = node.spec.encodes_positions(node.args)
+    rotary = node.args.get("rotary", 1.0)
+    return f"{label} {rotary:.0%}" if label and rotary != 1.0 else label
 
 
 def summary(run) -> dict:
