@@ -13,7 +13,7 @@ from ui import session
 from ui.lab import (LINK_VALUES, MAX_LINK_STACK_CHARS, Experiment, Link, experiment_of_run,
                     read_link, resolve_key, write_link)
 
-LESSON_VALUES = ("lesson", "step")  # the Learn page's own values of the link table
+LESSON_VALUES = ("lesson", "step", "class")  # the Learn page's own values of the link table
 
 
 def start(own: dict[str, str] | None = None) -> Experiment:
@@ -47,13 +47,14 @@ def show_own(own: dict[str, str]) -> None:
 def page_of_old_link() -> str | None:
     """The page a session's first address at ``/`` means when it carries link values: a
     link made when Build was the first page (``/?stack=...&task=...``, ``run=``,
-    ``compare=``) opens Build, a lesson's (``/?lesson=...``) Learn; None otherwise."""
+    ``compare=``) opens Build, a lesson's or a class's (``/?lesson=...``, ``/?class=ID``)
+    Learn; None otherwise."""
     if session.begun():
         return None  # only a link opened afresh: the session's own pages come back to Home
     names = set(st.query_params.to_dict())
     if names & (set(LINK_VALUES) - set(LESSON_VALUES)):
         return "views/build.py"
-    return "views/learn.py" if "lesson" in names else None
+    return "views/learn.py" if names & {"lesson", "class"} else None
 
 
 def known_keys() -> list[str]:

@@ -1,14 +1,17 @@
 """Learn: the lessons, a step at a time (predict, run with one click on the shared pool, see
 the one figure that matters with its number, read why, try the next thing), and the
-glossary. ``/learn?lesson=ID&step=N`` opens a step."""
+glossary. ``/learn?lesson=ID&step=N`` opens a step; ``view=present`` shows it from the
+front, and a teacher presenting it to a class (views/learn_class.py) is followed by the
+students on ``/learn?class=ID``."""
 
 import streamlit as st
 
 from stacklab import StackError, Status
-from ui import figures, glossary, scripts, session, urls
+from ui import figures, glossary, present, scripts, session, urls
 from ui.lab import (LESSONS, LINK_VALUES, SETTINGS, available_devices, check, parse_values,
                     read_link, step_from_link)
 from ui.markdown import plain, show_error
+from views import learn_class
 
 state = session.PageState("learn", "lesson", "step", "predict", "guess", "predictions", "at",
                           "jobs", "error")
@@ -19,30 +22,52 @@ def go(lesson_id: str | None, number: int = 1) -> None:
     """Open step ``number`` of lesson ``lesson_id`` (None: the list of lessons), and say so
     in the address."""
     state["lesson"], state["step"] = lesson_id, number
+    if lesson_id is not None:
+        learn_class.moved(lesson_id, number)  # the teacher's class follows (only with its token)
     urls.show_own(address())
 
 
 def address() -> dict[str, str]:
-    """The page's address: ``lesson=ID&step=N`` of the step on show, or nothing."""
+    """The page's address: ``class=ID`` while following a class, else ``lesson=ID&step=N``
+    of the step on show (``view=present`` from the front), or nothing."""
+    if learn_class.following():
+        return learn_class.class_address()
     if not state.get("lesson"):
         return {}
-    return {"lesson": state["lesson"], "step": str(state.get("step", 1))}
+    return {"lesson": state["lesson"], "step": str(state.get("step", 1)),
+            **({"view": "present"} if session.presenting() else {})}
 
 
 def read_address() -> None:
-    """A link's lesson and step (each by its row of the link table) open that step; a
-    refused value is reported by `scripts.show_url_problems`."""
+    """A link's lesson and step (each by its row of the link table) open that step, its
+    ``class=ID`` follows that class; a refused value is reported by
+    `scripts.show_url_problems`."""
     values, _ = parse_values(st.query_params.to_dict(), LINK_ROWS)
     if "lesson" in values:
         state["lesson"], state["step"] = values["lesson"], values.get("step", 1)
+    if "class" in values:
+        learn_class.join(values["class"])
 
 
 read_address()
+teacher = learn_class.teaching()  # this session presents a class (and says it is there)
+followed = learn_class.followed()  # the class this session follows: the teacher's step
+if followed is not None:
+    state["lesson"], state["step"] = followed.lesson, followed.step
 urls.start(own=address())
 pool = session.pool()
 owner = session.owner()
-st.title("Learn")
+presenting = session.presenting() and bool(state.get("lesson")) and followed is None
+if presenting:
+    present.begin("learn")
+else:
+    st.title("Learn")
 scripts.show_url_problems()
+learn_class.show_problem()
+if not teacher:
+    learn_class.student_bar(followed)
+elif not presenting:
+    learn_class.teacher_bar()
 
 
 def lesson_list() -> None:
@@ -167,26 +192,41 @@ def open_on_train(step) -> None:
 
 
 def step_navigation(lesson, number: int) -> None:
-    back, forward, own = st.columns([1, 1, 2])
+    """Previous and Next (a teacher's move the class), and leaving: to Train, to present
+    the lesson to a class, or out of present mode."""
+    back, forward, own, front = st.columns([1, 1, 1.6, 1.6])
     if number > 1:
         back.button("Previous step", icon=":material/arrow_back:", key="learn_previous",
-                    on_click=go, args=(lesson.id, number - 1))
+                    on_click=go, args=(lesson.id, number - 1), width="stretch")
     if number < len(lesson.steps):
         forward.button("Next step", icon=":material/arrow_forward:", key="learn_next",
-                       type="primary", on_click=go, args=(lesson.id, number + 1))
-    else:
+                       type="primary", on_click=go, args=(lesson.id, number + 1),
+                       width="stretch")
+    elif not presenting:
         forward.button("All lessons", icon=":material/list:", key="learn_done",
                        on_click=go, args=(None,))
-    if own.button("Change it yourself on Train", icon=":material/tune:", key="learn_own",
-                  help="Opens this step's stack and settings on Build and Train"):
+    if presenting:
+        own.button("Leave present mode", key="learn_leave_present", on_click=session.set_view,
+                   args=(None,), icon=":material/close_fullscreen:")
+    elif own.button("Change it yourself on Train", icon=":material/tune:", key="learn_own",
+                    help="Opens this step's stack and settings on Build and Train"):
         open_on_train(lesson.steps[number - 1])
         st.switch_page("views/train.py")
+    if not teacher:
+        front.button("Present this lesson to a class", key="learn_present",
+                     icon=":material/co_present:", on_click=learn_class.present_to_class,
+                     args=(lesson.id, number),
+                     help="Present mode from this step, and a short link (with its QR code) "
+                          "whose students follow your Previous and Next")
 
 
 def step_view(lesson, step, number: int) -> None:
+    """The step: its text, the prediction, the run and its outcome; then the navigation
+    (none for a student following the teacher: the teacher moves)."""
     where = (lesson.id, number)
-    st.button("All lessons", icon=":material/arrow_back:", key="learn_back", on_click=go,
-              args=(None,), type="tertiary")
+    if not presenting and followed is None:
+        st.button("All lessons", icon=":material/arrow_back:", key="learn_back", on_click=go,
+                  args=(None,), type="tertiary")
     st.header(plain(lesson.title, 200))
     st.progress(number / len(lesson.steps),
                 text=f"Step {number} of {len(lesson.steps)}: **{plain(step.title, 200)}**")
@@ -216,21 +256,38 @@ def step_view(lesson, step, number: int) -> None:
             st.rerun()  # the run ended: draw the outcome, stop polling
 
     result()
-    st.divider()
-    step_navigation(lesson, number)
+    if followed is None:
+        st.divider()
+        step_navigation(lesson, number)
+
+
+def shown_step(lesson_id: str, number: int):
+    """The lesson and step to show; a step the lesson lacks is said, and its first shown."""
+    try:
+        return step_from_link(lesson_id, number)
+    except StackError as err:
+        show_error(err)
+        state["step"] = 1
+        urls.show_own(address())
+        return step_from_link(lesson_id, 1)
 
 
 if state.get("lesson"):
-    try:
-        lesson, step = step_from_link(state["lesson"], state.get("step", 1))
-    except StackError as err:
-        show_error(err)
-        lesson, step = step_from_link(state["lesson"], 1)
-        state["step"] = 1
-        urls.show_own(address())
-    step_view(lesson, step, lesson.steps.index(step) + 1)
+    lesson, step = shown_step(state["lesson"], state.get("step", 1))
+    if presenting and teacher:  # from the front: the step wide, the class link beside it
+        slide, side = st.columns([3, 1], gap="large")
+        with slide, st.container(key="present"):
+            step_view(lesson, step, lesson.steps.index(step) + 1)
+        learn_class.class_panel(side)
+    elif presenting:
+        with st.container(key="present"):
+            step_view(lesson, step, lesson.steps.index(step) + 1)
+    else:
+        step_view(lesson, step, lesson.steps.index(step) + 1)
 else:
     lesson_list()
+if presenting:
+    st.stop()  # from the front: the step alone, no glossary under it
 st.divider()
 st.header("Glossary")
 st.markdown("The terms the lab uses, each in a line. The same definitions are the help (?) "

@@ -9,8 +9,8 @@ these rows, so a new link value is one row here.
 
 Two kinds of row: an experiment's (``field``: the `Experiment` field it sets; the stack,
 its input, every link setting of `stacklab.lab.settings`, and ``hide``/``pin``, the
-controls a classroom link pins) and a session's (``run``, ``compare``, ``view``: what the
-page shows, not the experiment).
+controls a classroom link pins) and a session's (``run``, ``compare``, ``view``, and the
+Learn page's ``lesson``, ``step`` and ``class``: what the page shows, not the experiment).
 
 >>> LINK_VALUES["view"].parse("present"), LINK_VALUES["view"].parse("big")
 (('present', None), (None, "view='big' is not one of present"))
@@ -140,6 +140,17 @@ def parse_view(raw: str) -> tuple[str | None, str | None]:
     return None, f"view={shown(raw)} is not one of {', '.join(VIEWS)}"
 
 
+CLASS_ID_CHARS = 8  # a class's id (`stacklab.serve.classes.CLASS_ID_CHARS`), short for a QR code
+
+
+def parse_class(raw: str) -> tuple[str | None, str | None]:
+    """A link's ``class=ID``: the id of a class a teacher presents (8 hex digits), or a
+    problem in words. Whether the class is open is for the page to find out."""
+    if len(raw) == CLASS_ID_CHARS and all(c in "0123456789abcdef" for c in raw):
+        return raw, None
+    return None, f"class={shown(raw)} is not a class id ({CLASS_ID_CHARS} hex digits)"
+
+
 def _joined(values) -> str | None:
     return ",".join(values) if values else None
 
@@ -172,6 +183,8 @@ _SESSION = (
               and 1 <= int(raw) <= 99 else (None, f"step={shown(raw)} is not a step number "
                                                   "(1, 2, ...)"), _as_text,
               instead="opening the lesson's first step"),
+    # a class's students' link (learn?class=ID): follow the teacher's lesson step
+    LinkValue("class", str, parse_class, _as_text, instead="showing the list of lessons"),
 )
 
 LINK_TABLE: tuple[LinkValue, ...] = _NETWORK + _SETTINGS + _PINS + _SESSION

@@ -1,0 +1,181 @@
+"""Learn's class (SPEC §22): a teacher presents a lesson from the front and the students on
+the class link (``/learn?class=ID``) follow the teacher's step. Not a page of its own:
+views/learn.py calls these. The class (its lesson, its step, its presenter token) is kept
+by the server (`stacklab.serve.classes`, one `session.classes()` per server); the token
+stays in the teacher's session, never in a link, so only the teacher moves the class."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from stacklab import StackError
+from ui import session
+from ui.lab import LINK_VALUES, ClassView, qr_png, write_values
+from ui.markdown import show_error
+from views.share_panel import reachable_address
+
+state = session.PageState("class", "id", "token", "following", "ended", "qr", "problem")
+
+POLL_SECONDS = 1.0  # a student's page reads the class this often: on the teacher's step within one poll
+HEARTBEAT_SECONDS = 60.0  # an idle teacher's page still says it is there (the TTL is minutes)
+
+
+def teaching() -> bool:
+    """Whether this session presents a class (it holds the presenter token). Each run of
+    the teacher's page tells the class its teacher is there; a class that has ended (its
+    teacher gone for the TTL) is forgotten here too."""
+    if not state.get("token"):
+        return False
+    if session.classes().heartbeat(state["id"], state["token"]):
+        return True
+    state.pop("token")
+    state["problem"] = "The class had ended (no sign of this page for its time to live)."
+    return False
+
+
+def present_to_class(lesson_id: str, number: int) -> None:
+    """Open a class on this step and present it: the token stays in this session."""
+    opened = session.classes().open(lesson_id, number)
+    state["id"], state["token"], state["following"] = opened.id, opened.token, False
+    state.pop("ended")
+    state.pop("problem")
+    session.set_view("present")
+
+
+def moved(lesson_id: str, number: int) -> None:
+    """The teacher went to step ``number``: the class goes there too (only with the token)."""
+    if not state.get("token"):
+        return
+    try:
+        session.classes().move(state["id"], state["token"], number, lesson=lesson_id)
+    except StackError as err:  # the class has ended: this page presents no class any more
+        state.pop("token")
+        state["problem"] = err.message
+
+
+def end_class() -> None:
+    """The teacher ends the class: the students' pages say so at their next poll."""
+    try:
+        session.classes().close(state["id"], state["token"])
+    except StackError:
+        pass  # it had ended already
+    state.pop("token")
+    state.pop("id")
+    session.set_view(None)
+
+
+def join(class_id: str) -> None:
+    """A class link (``class=ID``) opened: follow that class (once per id, so leaving it
+    sticks while the address still names it)."""
+    if class_id != state.get("id"):
+        state["id"], state["following"] = class_id, True
+        state.pop("token")
+        state.pop("ended")
+
+
+def following() -> bool:
+    return bool(state.get("following"))
+
+
+def followed() -> ClassView | None:
+    """The class this session follows, now (its lesson and step); None when it follows
+    none, or when the class has ended (then the page says so)."""
+    if not following():
+        return None
+    view = session.classes().follow(state["id"])
+    if view is None:
+        state["following"], state["ended"] = False, True
+    return view
+
+
+def class_address() -> dict[str, str]:
+    """The students' address: ``class=ID`` (by its row of the link table)."""
+    return write_values({"class": state["id"]}, (LINK_VALUES["class"],))
+
+
+def _leave() -> None:
+    state["following"] = False
+
+
+def _rejoin() -> None:
+    state["following"] = True
+
+
+def student_bar(view: ClassView | None) -> None:
+    """What a student on a class link is told, at the top of the page: following the
+    teacher (and the button to explore on their own), or not (and the button back)."""
+    if view is not None:
+        box = st.container(border=True, key="class_follow_bar")
+        words, button = box.columns([3, 1], vertical_alignment="center")
+        words.markdown(f"**Following the teacher** (class `{state['id']}`): this page shows "
+                       "the teacher's step and moves when the teacher does.")
+        button.button("Explore on my own", key="class_leave", on_click=_leave,
+                      icon=":material/explore:", width="stretch")
+        poll(view.version)
+    elif state.get("ended"):
+        st.warning(f"The class `{state['id']}` has ended (its teacher ended it or left), or "
+                   "there was no such class. The lessons stay open to explore on your own.",
+                   icon=":material/event_busy:")
+    elif state.get("id") and not state.get("token"):
+        box = st.container(border=True, key="class_away_bar")
+        words, button = box.columns([3, 1], vertical_alignment="center")
+        words.markdown(f"Exploring on your own; the class `{state['id']}` goes on.")
+        button.button("Follow the teacher again", key="class_rejoin", on_click=_rejoin,
+                      icon=":material/group:", type="primary", width="stretch")
+
+
+@st.fragment(run_every=POLL_SECONDS)
+def poll(version: int) -> None:
+    """Read the class at each poll; when the teacher moved (or it ended), draw the page
+    again on the new step."""
+    now = session.classes().follow(state["id"])
+    if now is None or now.version != version:
+        st.rerun()
+
+
+def class_link() -> str:
+    """The students' link: this server's address as students reach it, ``/learn?class=ID``."""
+    return f"{reachable_address().base}/learn?{urlencode(class_address())}"
+
+
+def class_panel(container) -> None:
+    """Beside the teacher's slide: the class link, its QR code, and ending the class."""
+    link = class_link()
+    with container:
+        st.markdown("**The class follows this page**")
+        qr = state.cached("qr", link, lambda: qr_png(link, scale=8))
+        st.image(qr, width="stretch", caption="Scan to follow: Previous and Next move everyone")
+        st.code(link, language=None, wrap_lines=True)
+        address = reachable_address()
+        if address.warning:
+            st.caption(address.warning.split(" Restart it")[0] + ".")
+        st.button("End the class", key="class_end", on_click=end_class,
+                  icon=":material/stop_circle:", width="stretch")
+        heartbeat()
+
+
+def teacher_bar() -> None:
+    """A teacher out of present mode: the class goes on; back to presenting, or end it."""
+    box = st.container(border=True, key="class_teacher_bar")
+    words, back, end = box.columns([3, 1, 1], vertical_alignment="center")
+    words.markdown(f"You present class `{state['id']}`: `{class_link()}`")
+    back.button("Present again", key="class_present", icon=":material/co_present:",
+                on_click=session.set_view, args=("present",), width="stretch")
+    end.button("End the class", key="class_end", on_click=end_class,
+               icon=":material/stop_circle:", width="stretch")
+    heartbeat()
+
+
+def show_problem() -> None:
+    if state.get("problem"):
+        show_error(StackError("E_VALUE", state.pop("problem"),
+                              hint="present the lesson again to open a new class"))
+
+
+@st.fragment(run_every=HEARTBEAT_SECONDS)
+def heartbeat() -> None:
+    """An idle teacher's page is still there: the class stays open while it is."""
+    if state.get("token") and not session.classes().heartbeat(state["id"], state["token"]):
+        st.rerun()
