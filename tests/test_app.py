@@ -784,3 +784,41 @@ def test_a_run_whose_checkpoint_is_gone_says_so_instead_of_offering_its_files():
     assert not damaged.exception
     assert "E_DAMAGED" in damaged.error[0].value and "model.safetensors" in damaged.error[0].value
     assert not damaged.get("download_button")
+
+
+def test_a_teacher_presents_a_lesson_and_the_class_follows_the_teachers_step():
+    """Presenting a lesson opens a class: its short link (no token in it) beside the slide;
+    the teacher's Next moves every student's page; only the teacher's session moves it."""
+    from stacklab.serve.classes import CLASS_ID_CHARS
+    from stacklab.serve.links.link_table import CLASS_ID_CHARS as LINK_ID_CHARS
+
+    assert LINK_ID_CHARS == CLASS_ID_CHARS  # the link table reads the ids the classes make
+    teacher = lesson_page(lesson="positions", step="1")
+    teacher.button(key="learn_present").click().run()
+    assert not teacher.exception and teacher.session_state["view"] == "present"
+    assert dict(teacher.query_params) == {"lesson": "positions", "step": "1", "view": "present"}
+    class_id, token = teacher.session_state["class_id"], teacher.session_state["class_token"]
+    [link] = [c.value for c in teacher.code if "class=" in c.value]
+    assert link.endswith(f"/learn?class={class_id}") and token not in link
+    assert len(link.split("/learn")[1]) <= 60 and teacher.get("image")  # the QR code beside it
+    for number in (2, 3):
+        teacher.button(key="learn_next").click().run()
+        assert teacher.query_params["step"] in (str(number), [str(number)])
+    student = lesson_page(**{"class": class_id})
+    assert not student.exception and dict(student.query_params) == {"class": class_id}
+    assert "Step 3 of 3" in student.get("progress")[0].proto.text
+    assert {"learn_next", "learn_previous", "learn_present"}.isdisjoint(b.key for b in student.button)
+    third = lesson_page(**{"class": class_id})  # a student who tries to move the class
+    assert "class_token" not in third.session_state  # no token: no way to move it
+    third.button(key="class_leave").click().run()  # explores on their own: their page only
+    third.button(key="learn_previous").click().run()
+    assert dict(third.query_params) == {"lesson": "positions", "step": "2"}
+    assert "Step 3 of 3" in student.run().get("progress")[0].proto.text  # the class did not move
+    third.button(key="class_rejoin").click().run()
+    assert "Step 3 of 3" in third.get("progress")[0].proto.text
+    teacher.button(key="learn_previous").click().run()
+    assert "Step 2 of 3" in student.run().get("progress")[0].proto.text
+    teacher.button(key="class_end").click().run()
+    assert "has ended" in student.run().warning[0].value and "view" not in teacher.query_params
+    bad = lesson_page(**{"class": "../etc"})
+    assert any("is not a class id" in w.value for w in bad.warning)

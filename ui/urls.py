@@ -5,6 +5,7 @@ change of the experiment, the run, the compared runs or the view is written back
 from __future__ import annotations
 
 import uuid
+from urllib.parse import urlencode
 from dataclasses import replace
 
 import streamlit as st
@@ -42,6 +43,12 @@ def show_own(own: dict[str, str]) -> None:
     """Make the address exactly ``own``: a page's own values (Learn's lesson and step)."""
     if st.query_params.to_dict() != own:
         st.query_params.from_dict(own)
+
+
+def page_link(base: str, page: str, own: dict[str, str]) -> str:
+    """The full link to ``page`` (its url path) of the server at ``base`` with ``own`` as
+    its address: Learn's class link, ``base/learn?class=ID``."""
+    return f"{base}/{page}?{urlencode(own, safe=',')}"
 
 
 def page_of_old_link() -> str | None:

@@ -6,12 +6,10 @@ stays in the teacher's session, never in a link, so only the teacher moves the c
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
 import streamlit as st
 
 from stacklab import StackError
-from ui import session
+from ui import session, urls
 from ui.lab import LINK_VALUES, ClassView, qr_png, write_values
 from ui.markdown import show_error
 from views.share_panel import reachable_address
@@ -137,7 +135,7 @@ def poll(version: int) -> None:
 
 def class_link() -> str:
     """The students' link: this server's address as students reach it, ``/learn?class=ID``."""
-    return f"{reachable_address().base}/learn?{urlencode(class_address())}"
+    return urls.page_link(reachable_address().base, "learn", class_address())
 
 
 def class_panel(container) -> None:
