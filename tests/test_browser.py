@@ -757,3 +757,49 @@ def test_explore_draws_a_servers_model_and_says_why_an_upload_is_refused(server,
     page.wait_for_timeout(800)
     page.screenshot(path=str(UPLOAD_SHOTS / "explore-refused.png"))
     context.close()
+
+
+# --- following the teacher (issue 30, item 4) ----------------------------------------------
+
+
+def test_three_students_follow_the_teachers_step_within_one_poll(server, browser):
+    """A teacher presents a lesson; three students open its class link (the QR code's
+    content) in their own browsers; the teacher moves through three steps and every
+    student's page shows step 3 within the poll interval, plus a small margin."""
+    import re
+
+    from views.learn_class import POLL_SECONDS
+
+    margin = 1.5  # the rerun that draws the new step, on two shared cores
+    contexts = [browser.new_context(viewport={"width": 1366, "height": 768}) for _ in range(4)]
+    teacher, *students = (context.new_page() for context in contexts)
+    try:
+        teacher.goto(f"{server}/learn?lesson=positions&step=1")
+        teacher.get_by_role("button", name="Present this lesson to a class").click()
+        link = teacher.locator("code").filter(has_text="class=").first
+        link.wait_for(timeout=30_000)
+        class_id = re.search(r"/learn\?class=([0-9a-f]{8})$", link.inner_text().strip()).group(1)
+        assert teacher.locator("img").count() >= 1 and "view=present" in teacher.url
+        for page in students:
+            page.goto(f"{server}/learn?class={class_id}")
+            page.get_by_text("Step 1 of 3").wait_for(timeout=30_000)
+            page.get_by_text("Following the teacher").wait_for()
+        for number in (2, 3):
+            teacher.get_by_role("button", name="Next step").click()
+            teacher.get_by_text(f"Step {number} of 3").wait_for(timeout=30_000)
+        moved = time.monotonic()
+        for page in students:
+            left = POLL_SECONDS + margin - (time.monotonic() - moved)
+            page.get_by_text("Step 3 of 3").wait_for(timeout=max(left, 0.05) * 1000)
+        waited = time.monotonic() - moved
+        assert waited <= POLL_SECONDS + margin, waited
+        assert all(page.url.endswith(f"/learn?class={class_id}") for page in students)
+        students[0].wait_for_timeout(800)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        students[0].screenshot(path=str(SHOTS / "class_follow.png"))
+        teacher.set_viewport_size({"width": 1920, "height": 1080})
+        teacher.wait_for_timeout(800)
+        teacher.screenshot(path=str(SHOTS / "class_teacher_1920.png"))
+    finally:
+        for context in contexts:
+            context.close()

@@ -15,10 +15,10 @@ teacher's session has not been seen (`Classes.heartbeat`, each move counts too) 
 (0, 3)
 >>> classes.follow(opened.id).step
 3
->>> classes.move(opened.id, "not the token", 1)
+>>> classes.move(opened.id, "not the token", 1)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
     ...
-stacklab.core.errors.StackError: E_VALUE: only the teacher's session moves class ...
+stacklab.core.errors.StackError: E_VALUE at input: only the teacher's session moves class ...
 """
 
 from __future__ import annotations
