@@ -377,6 +377,10 @@ def small_disk(tmp_path):
         holder.wait(10)
 
 
+# more parameters than the small file system's 64 KiB holds, whatever the presets cost
+TOO_BIG = "embedding(16, 128)\npos_embed(32)\nlinear(128)\nrelu()\nlinear(16)"
+
+
 def test_a_full_disk_fails_the_run_with_a_reason_logged_once(small_disk, caplog):
     """The review's full disk: the run's tensors do not fit (safetensors says
     ``SafetensorError ... No space left on device``). The run fails with a `StackError`'s
@@ -385,8 +389,8 @@ def test_a_full_disk_fails_the_run_with_a_reason_logged_once(small_disk, caplog)
     pool = JobPool(workers=1, store=RunStore(small_disk / "runs"))
     try:
         with caplog.at_level("WARNING", logger="stacklab.pool"):
-            job = pool.submit("a", None, QUICK).wait(60)
-            stopped = pool.submit("b", None, LONG)
+            job = pool.submit("a", TOO_BIG, QUICK).wait(60)
+            stopped = pool.submit("b", TOO_BIG, TrainConfig(task="position", steps=100_000))
             wait_until(lambda: stopped.step > 3)
             pool.stop("b", stopped.id)
             assert stopped.wait(60).status == "failed"

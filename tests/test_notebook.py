@@ -101,7 +101,9 @@ def lab(tmp_path):
 
 
 def test_the_lab_trains_off_the_main_thread_and_shows_its_figures(lab):
-    assert "Parameters: 30,224" in lab._report.value and lab.status == "ready"
+    preset = stacklab.resolve(stacklab.get_task("reverse").preset(), ["B", 16],
+                              input_dtype="int64")
+    assert f"Parameters: {preset.param_count:,}" in lab._report.value and lab.status == "ready"
     lab.set(seed=3, steps=80)
     assert lab.train() is True
     assert lab.status == "running" and lab._train_button.disabled  # returns at once

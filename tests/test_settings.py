@@ -118,7 +118,10 @@ def test_a_row_is_plain_data_and_each_front_end_makes_its_control():
     for word in ("min_value", "max_value", "placeholder", "%g"):
         assert word not in rows.read_text(encoding="utf-8"), word
     lengths, lr = control(SETTINGS["eval_lengths"]), control(SETTINGS["lr"])
-    assert lengths == {"help": SETTINGS["eval_lengths"].help, "placeholder": "e.g. 16,32,64"}
+    assert lengths["placeholder"] == "e.g. 16,32,64" and set(lengths) == {"help", "placeholder"}
+    # the row's help, then the glossary's definitions of the terms the setting uses
+    assert lengths["help"].startswith(SETTINGS["eval_lengths"].help)
+    assert "length generalization" in lengths["help"][len(SETTINGS["eval_lengths"].help):]
     assert (lr["min_value"], lr["max_value"], lr["step"], lr["format"]) == (1e-6, 10.0, 1e-3, "%g")
     assert control(SETTINGS["target_accuracy"])["placeholder"] == "none"
     assert control(SETTINGS["device"])["options"] == SETTINGS["device"].options()

@@ -3,6 +3,8 @@ Explore, on a synthetic GPT-2-style table (nothing is downloaded)."""
 
 from __future__ import annotations
 
+import time
+
 import json
 import pickle
 from pathlib import Path
@@ -88,6 +90,10 @@ def test_the_same_file_uploaded_on_explore_shows_the_same_numbers(gpt2_file):
     box = at.selectbox(key="explore_upload_key")
     assert sorted(box.options) == ["wpe", "wte"]  # the 2-D tensors only
     box.select("wpe").run()
+    deadline = time.monotonic() + 120
+    while at.get("progress") and time.monotonic() < deadline:  # a worker analyses it
+        time.sleep(0.3)
+        at.run()
     assert not at.exception
     scores = table_scores(read_table(gpt2_file, "wpe"))
     summary = " ".join(m.value for m in at.markdown)
@@ -98,6 +104,10 @@ def test_the_same_file_uploaded_on_explore_shows_the_same_numbers(gpt2_file):
                           "Dot-product similarity of the rows"]
     at.file_uploader(key="explore_upload").set_value(
         ("objects.npy", b"\x93NUMPY garbage", "application/octet-stream")).run()
+    deadline = time.monotonic() + 60
+    while not at.error and time.monotonic() < deadline:  # read in a worker, as every upload
+        time.sleep(0.3)
+        at.run()
     assert not at.exception and "E_VALUE" in at.error[0].value
 
 
