@@ -332,7 +332,12 @@ def test_hostile_stacks_and_comments_typed_on_build_show_as_text(server, tab):
     box.fill(f"x = linear(4)  {HOSTILE_COMMENT}\nrelu()")
     box.press("Control+Enter")
     tab.get_by_text("Parameters: 20").first.wait_for(timeout=20_000)
-    assert_shown_as_text(tab, HOSTILE_COMMENT)  # in the layer list too
+    open_tab(tab, "Edit layer by layer")  # Build keeps the layer list a click away
+    tab.wait_for_timeout(1000)
+    seen = tab.evaluate(RENDERED)  # the list names the layers; nothing of the comment lives
+    assert not seen["outside_links"] and not seen["outside_images"] and not seen["formulas"]
+    assert not [f for f in seen["formatted"] if any(mark in f for mark in MARKS)]
+    assert HOSTILE_COMMENT in box.input_value()  # the stack's one listing: the editor
 
 
 def test_a_hostile_upload_name_on_explore_shows_as_text(server, tab):
@@ -537,12 +542,13 @@ def test_compare_renders_the_result_titles_and_loss_ticks_that_read(
     assert page.get_by_text("no learned position table (pos_embed) in this stack").count() >= 1
     page.set_viewport_size({"width": 1400, "height": 1000})
     shoot(page, "compare_after.png", 2400)
-    page.goto(f"{server}/train?run={rope_and_learned_on_shift[0]}")  # RoPE's heatmap, half width
+    # RoPE's heatmap, half width (hide= empty: the teacher's own view, not the student's)
+    page.goto(f"{server}/train?run={rope_and_learned_on_shift[0]}&hide=")
     page.get_by_text("Status: finished").first.wait_for(timeout=60_000)
     page.locator(".js-plotly-plot").nth(1).wait_for(timeout=30_000)
     page.wait_for_timeout(1500)
     assert page.evaluate(TITLES_OUTSIDE) == []
-    assert page.get_by_text("Changed since run").count() == 1  # the link has no settings
+    assert page.get_by_text("Changed since run").count() == 0  # the run fixes the experiment
     page.close()
 
 
