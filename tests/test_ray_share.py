@@ -25,7 +25,7 @@ from stacklab.serve.workers.messages import (Done, Evaluated, Pattern, Step,  # 
                                              decode, encode)
 from test_ray import wait_until as wait_until_in_time  # noqa: E402
 
-STEPS = 300  # a run of a second or two on an idle machine: long enough to be followed live
+STEPS = 2000  # a run of a second or two on an idle machine (the cheap reverse preset): followed live
 ENDLESS = 100_000  # a run that ends only by a stop
 LIB = str(Path(ray_runs.__file__).resolve().parents[2])
 
