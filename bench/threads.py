@@ -26,7 +26,7 @@ from pathlib import Path
 RESULTS = Path(__file__).with_name("threads.json")
 REPS = int(os.environ.get("BENCH_THREAD_REPS", "3"))
 VARIANTS = {
-    "default": {},
+    "default": {},  # what the CLI and stacklab.train do (core/threads.py): one thread
     "one": {"STACKLAB_THREADS": "1"},
     "two spinning": {"STACKLAB_THREADS": "2", "OMP_WAIT_POLICY": "ACTIVE"},
     "two passive": {"STACKLAB_THREADS": "2", "OMP_WAIT_POLICY": "PASSIVE"},

@@ -188,8 +188,11 @@ def test_a_wide_tables_scores_take_bounded_memory_and_a_wider_one_is_refused(tmp
 
     from stacklab.lab.reports.table_file import MAX_UPLOAD_BYTES, MAX_WIDTH
 
+    # a clean environment: what earlier tests left in os.environ is not the table's cost
+    clean = {name: os.environ[name] for name in ("PATH", "HOME", "PYTHONPATH", "TMPDIR")
+             if name in os.environ}
     done = subprocess.run([sys.executable, "-c", _PEAK_RSS], capture_output=True, text=True,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+                          env={**clean, "OMP_NUM_THREADS": "1"}, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     grown_kib, probe = done.stdout.split()
     assert int(grown_kib) < 400 * 1024 and float(probe) >= 0  # it was about 600 MiB here

@@ -19,11 +19,7 @@ checkpoints, ``lessons``, ``glossary``) gives the lab's modules.
 
 import importlib
 
-from .core.threads import prefer_passive_waits
-
-prefer_passive_waits()  # before torch loads: OpenMP reads its wait policy once (core/threads.py)
-
-from .core import __version__  # noqa: E402 - after the wait policy is set
+from .core import __version__
 from .core.build import StackModule, pick_device
 from .core.errors import CODES, StackError
 from .core.language import parse

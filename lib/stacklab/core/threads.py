@@ -1,52 +1,38 @@
 """How many threads torch trains with in the command line, `stacklab.train` and the
 notebook (the app's workers choose their own: one each).
 
-OpenMP threads that wait for work spin by default. On a machine whose cores are busy with
-other work, two spinning threads fight that work and each other: the same `reverse` run
-took 3.6 times as long with two threads as with one (`bench/threads.py`). With passive
-waiting (``OMP_WAIT_POLICY=PASSIVE``) a waiting thread sleeps instead, and two threads
-were as fast as one on a busy machine and faster on a quiet one. OpenMP reads that
-variable once, when torch loads its library, so `prefer_passive_waits` runs first thing in
-``import stacklab``; where torch was loaded before (or the user chose a policy), one
-thread is the safe default. ``STACKLAB_THREADS=N`` chooses for yourself.
+One, unless ``STACKLAB_THREADS=N`` says otherwise. `bench/threads.py` measures every preset
+in a fresh process with one thread, two threads (OpenMP's spinning waits) and two threads
+with passive waits, on a quiet machine and with every core busy: one thread was never more
+than 1.11 times the best of them, while two spinning threads took 2.41 times as long on a
+busy machine (they fight the other work and each other) and two passive ones 1.85 times on
+a quiet one (the presets' steps are too small to share).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 
 ENV = "STACKLAB_THREADS"
-_passive = False  # whether this process's OpenMP waits passively (decided before torch loads)
-
-
-def prefer_passive_waits() -> None:
-    """Ask OpenMP to let waiting threads sleep, if torch is not loaded yet and the user has
-    not chosen a policy. Called by ``stacklab/__init__`` before anything imports torch."""
-    global _passive
-    if "torch" not in sys.modules and "OMP_WAIT_POLICY" not in os.environ:
-        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-    _passive = os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE" and (
-        "torch" not in sys.modules)
 
 
 def training_threads() -> int:
-    """``STACKLAB_THREADS`` when set (a whole number from 1), else two threads where waits
-    are passive (one on a single core), else one.
+    """``STACKLAB_THREADS`` when set (a whole number from 1), else one.
 
     >>> import os; os.environ[ENV] = "3"; training_threads()
     3
-    >>> del os.environ[ENV]
+    >>> del os.environ[ENV]; training_threads()
+    1
     """
     chosen = os.environ.get(ENV, "").strip()
-    if chosen:
-        if not chosen.isdigit() or int(chosen) < 1:
-            from .errors import StackError
+    if not chosen:
+        return 1
+    if not chosen.isdigit() or int(chosen) < 1:
+        from .errors import StackError
 
-            raise StackError("E_VALUE", f"{ENV}={chosen!r} is not a whole number from 1",
-                             hint=f"e.g. {ENV}=1, or leave it unset for the default")
-        return int(chosen)
-    return min(2, os.cpu_count() or 1) if _passive else 1
+        raise StackError("E_VALUE", f"{ENV}={chosen!r} is not a whole number from 1",
+                         hint=f"e.g. {ENV}=1, or leave it unset for the default")
+    return int(chosen)
 
 
 def use_training_threads() -> int:
