@@ -785,7 +785,8 @@ def test_three_students_follow_the_teachers_step_within_one_poll(server, browser
         link = teacher.locator("code").filter(has_text="class=").first
         link.wait_for(timeout=30_000)
         class_id = re.search(r"/learn\?class=([0-9a-f]{8})$", link.inner_text().strip()).group(1)
-        assert teacher.locator("img").count() >= 1 and "view=present" in teacher.url
+        teacher.locator("img").first.wait_for(timeout=30_000)  # the QR code, drawn after the link
+        assert "view=present" in teacher.url
         for page in students:
             page.goto(f"{server}/learn?class={class_id}")
             page.get_by_text("Step 1 of 3").wait_for(timeout=30_000)
