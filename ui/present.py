@@ -1,4 +1,4 @@
-"""Present mode (``view=present``, SPEC §22), for any page: the page chrome, the sidebar and
+"""Present mode (``view=present``), for any page: the page chrome, the sidebar and
 the settings out of sight, one figure at a time at full width with its text readable from
 the back of a room, and the buttons that step through the figures or leave.
 

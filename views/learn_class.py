@@ -1,4 +1,4 @@
-"""Learn's class (SPEC §22): a teacher presents a lesson from the front and the students on
+"""Learn's class: a teacher presents a lesson from the front and the students on
 the class link (``/learn?class=ID``) follow the teacher's step. Not a page of its own:
 views/learn.py calls these. The class (its lesson, its step, its presenter token) is kept
 by the server (`stacklab.serve.classes`, one `session.classes()` per server); the token

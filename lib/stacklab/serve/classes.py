@@ -1,4 +1,4 @@
-"""A class on the server (SPEC §22): the lesson a teacher presents and its current step,
+"""A class on the server: the lesson a teacher presents and its current step,
 shared state like a shared run, written only by the teacher's session.
 
 Presenting a lesson opens a `Class`: a short id for the students' link (``class=ID``) and a

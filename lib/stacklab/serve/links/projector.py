@@ -1,4 +1,4 @@
-"""What present mode shows of a run (SPEC §22): for a task whose pattern is a head score
+"""What present mode shows of a run: for a task whose pattern is a head score
 (``induction``), the best head's own attention pattern first, the grid of head scores one
 step away.
 

@@ -163,7 +163,7 @@ def resolve_key(start: str, known: Iterable[str], name: str = "run") -> tuple[st
 
 def class_link(base_url: str, run_key: str, *, known: Iterable[str] = (),
                pinned: Iterable[str] = ALL_PINS, page: str = "train") -> str:
-    """The short link of a class (SPEC §22): ``page?run=KEY`` alone, the run fixing the
+    """The short link of a class: ``page?run=KEY`` alone, the run fixing the
     experiment and every control pinned; ``hide=`` only when the teacher opens some. The
     key is its 8-digit start when that names it alone among the ``known`` keys.
 
