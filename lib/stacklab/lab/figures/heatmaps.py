@@ -51,7 +51,7 @@ def similarity_heatmap(table, kind: str = "cosine", trained_len: int | None = No
     return fig
 
 
-# Attention weights on a fixed 0-1 scale (SPEC §22), live and finished: an early, almost
+# Attention weights on a fixed 0-1 scale, live and finished: an early, almost
 # uniform map (every weight near 1/T) shows pale, never as a solid dark square that an
 # auto-ranged scale (0 to 1/T) would make of it.
 ATTENTION_COLORS = dict(colorscale="Blues", zmin=0.0, zmax=1.0,

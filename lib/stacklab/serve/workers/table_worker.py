@@ -1,4 +1,4 @@
-"""One table's analysis in a process of its own, under a run's budgets (SPEC §16, §23).
+"""One table's analysis in a process of its own, under a run's budgets.
 
 An uploaded position table, or a real model's (from the server's Hugging Face cache or the
 folder an operator allows), is scored and drawn here, never in a page's script thread: the
