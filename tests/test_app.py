@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import time
 import zlib
 from pathlib import Path
@@ -231,7 +232,8 @@ def test_train_page_explains_a_stack_that_does_not_fit():
 
 
 def test_stop_ends_a_run():
-    at = app(task="reverse", steps="100000")
+    # no target accuracy: the preset reaches its target in a fraction of a second
+    at = app(task="reverse", steps="100000", target_accuracy="none")
     at.switch_page("views/train.py").run()
     at.button(key="train_train").click().run()
     time.sleep(0.5)
@@ -589,8 +591,18 @@ def test_home_is_the_first_page_and_its_button_trains_reverse_live():
     assert dict(at.query_params) == {}  # Home's address holds no experiment
     words = texts(at)
     assert "Learn" in words and "Share with the class" in words and "jupyter lab" in words
+    # The preset trains in under a second, faster than a rerun: to see the button while the
+    # run is active, every worker is first kept busy by a session training without end, so
+    # the run waits in the queue; then those sessions stop.
+    blockers = []
+    for seed in range(int(os.environ.get("STACKLAB_WORKERS", os.cpu_count() or 1))):
+        blocker = app(task="reverse", steps="100000", target_accuracy="none", seed=str(100 + seed))
+        blocker.switch_page("views/train.py").run()
+        blockers.append(blocker.button(key="train_train").click().run())
     at.button(key="home_train").click().run()
     assert at.button(key="home_train").disabled  # one run at a time
+    for blocker in blockers:
+        blocker.button(key="train_stop").click().run()
     deadline = time.monotonic() + 120
     while "Finished in" not in texts(at) and time.monotonic() < deadline:
         time.sleep(0.3)

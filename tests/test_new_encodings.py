@@ -385,11 +385,47 @@ def test_the_length_table_builds_every_stack_and_rows_for_each_scaling():
         for encoding in [*length_table.ENCODINGS, length_table.ABACUS]:
             if encoding == length_table.ABACUS and task != "addition":
                 continue
-            network = resolve(length_table.stack_for(task, encoding), ["B", 64],
-                              input_dtype="int64")  # every stack takes 4T
+            stack = length_table.stack_for(task, encoding)
+            network = resolve(stack, ["B", 64], input_dtype="int64")  # every stack takes 4T
             assert network.output_shape[-1] == TASKS[task].n_classes(64)
-    rows = length_table.train_one("copy", "rope", 0, 2, "cpu")
-    assert [row["rope_scaling"] for row in rows] == ["none", "linear", "ntk", "yarn"]
+            # the encoding is in the stack (the presets changing once left every row "none")
+            table, position, _ = length_table.ENCODINGS.get(encoding, ("", "", {}))
+            assert table in stack and stack.count(f"attention(4{position})") == (
+                2 if task == "addition" else 1), (task, encoding, stack)
+        stacks = [length_table.stack_for(task, e) for e in length_table.ENCODINGS]
+        assert len(set(stacks)) == len(stacks) - 2  # only the randomized rows share a stack
+    rows = length_table.train_one("copy", "rope", 0, 2, "cpu", fine_tune=1)
+    assert [(row["rope_scaling"], row["fine_tune_steps"]) for row in rows] == [
+        ("none", 0), ("linear", 0), ("ntk", 0), ("yarn", 0),
+        ("none", 1), ("linear", 1), ("ntk", 1), ("yarn", 1)]
     assert all(0 <= row["past@64"] <= 1 and row["inside@64"] is None for row in rows)
+    assert all(row["acc@16"] is None and row["past@32"] is not None for row in rows[4:])
     table = length_table.averaged(rows)
     assert [entry["encoding"] for entry in table][1] == "rope + linear scaling"
+    assert table[5]["encoding"] == "rope + linear scaling + 1-step fine-tune"
+    assert table[5]["paper"].startswith("Chen et al. 2023: interpolation")
+
+
+def test_the_addition_preset_has_two_attention_layers():
+    """Its carries need a second look (a cheaper single-attention mixer once replaced
+    "attention(4)" in a string that no longer had it)."""
+    assert TASKS["addition"].preset(16).count("attention(") == 2
+
+
+def test_a_fine_tune_at_a_new_length_trains_there_and_leaves_the_run_as_it_was():
+    from stacklab.lab.measure.lengths import length_generalization
+    from stacklab.lab.train.fine_tune import fine_tuned_at
+
+    stack = 'embedding(11, 32)\nattention(2, position="rope")\nlinear(11)'
+    run = stacklab.train(stack, task="copy", steps=20, seq_len=8, seed=0, target_accuracy=None)
+    before = {k: v.clone() for k, v in run.model.state_dict().items()}
+    rotating = run.model.get_submodule("n1")
+    with fine_tuned_at(run, 16, steps=30, scaling="linear") as losses:
+        assert rotating.rope_scaling == ("linear", None, 8)
+        assert losses[-1] < losses[0]  # it learns at the new length
+        assert "accuracy" in length_generalization(run, [16])["16"]
+    assert rotating.rope_scaling == ("none", None, 0)
+    assert all(torch.equal(v, before[k]) for k, v in run.model.state_dict().items())
+    with pytest.raises(StackError, match="at least one step"):
+        with fine_tuned_at(run, 16, steps=0):
+            pass

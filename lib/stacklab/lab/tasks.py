@@ -217,7 +217,7 @@ ONE_LAYER = TWO_LAYERS.replace("attention(4, causal=true)\n", "", 1)
 # presets reach 99% on the labelled positions (seeds 0-2): induction by step 150, repeat by
 # step 325.
 # Two attention layers (no mask) and an MLP: addition's carries need more than one look.
-DEEP_MIXER = MIXER.replace("attention(4)\n", "attention(4)\nattention(4)\n")
+DEEP_MIXER = MIXER.replace("attention(2)\n", "attention(2)\nattention(2)\n")
 COPIES = dict(vocab=PAD + 1, rule=_next_in_copy, default_seq_len=16,
               classes_for=lambda vocab, T: vocab - 1, mixing=True,
               target_accuracy=0.99, pattern_figure="head_scores", copy_lengths=copy_lengths)
