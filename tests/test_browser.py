@@ -552,6 +552,37 @@ def test_compare_renders_the_result_titles_and_loss_ticks_that_read(
     page.close()
 
 
+def test_xpos_kerple_fire_and_cope_each_train_on_shift_and_compare_side_by_side(
+        server, browser):
+    """The newer encodings as a user reaches them: a stack with attention's position= on
+    shift, trained from Train in a few seconds each, then one Compare link with all four:
+    each column is named by its encoding, the lengths share one plot, and every title stays
+    inside its figure at 1366x768 and 1920x1080 (compare_encodings.png)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    keys = []
+    for position in ("xpos", "kerple", "fire", "cope"):
+        stack = (f'embedding(16, 32)\nattention(2, causal=true, position="{position}")\n'
+                 "layer_norm()\nlinear(16)")
+        page, key = _trained(browser, server, {"task": "shift", "stack": stack, "steps": 150,
+                                               "seed": 7, "eval_lengths": "32"})
+        keys.append(key)
+        page.context.close()
+    assert len(set(keys)) == 4
+    for width, height in ((1366, 768), (1920, 1080)):
+        page = browser.new_page(viewport={"width": width, "height": height})
+        page.goto(f"{server}/compare?compare={','.join(keys)}")
+        page.get_by_text("Length generalization: every run on one plot").first.wait_for(
+            timeout=60_000)
+        page.locator(".js-plotly-plot").nth(3).wait_for(timeout=60_000)
+        page.wait_for_timeout(2000)
+        for position in ("xpos", "kerple", "fire", "cope"):
+            assert page.get_by_text(f"shift · {position} · seed 7").count() >= 1, position
+        assert page.evaluate(TITLES_OUTSIDE) == []
+        if width == 1920:
+            page.screenshot(path=str(SHOTS / "compare_encodings.png"))
+        page.close()
+
+
 # Everything a page loads (issue 28): a classroom without internet must not wait on a third
 # party, and a school's students are not sent to one by opening the class's server.
 PAGE_RESOURCES = """() => [
