@@ -5,7 +5,7 @@ import streamlit as st
 
 from stacklab import Status, StackError
 from ui import figures, scripts, session, urls
-from ui.lab import Experiment, available_devices
+from ui.lab import LESSONS, Experiment, available_devices
 from ui.markdown import plain, show_error
 
 PICTURE = figures.asset("reverse_learned.png")  # a finished run of reverse, as Train shows it
@@ -105,8 +105,11 @@ with picture:
 st.divider()
 learn, teach, research = st.columns(3, gap="large")
 learn.subheader(":material/school: Learn")
-learn.markdown("Five short lessons, a few steps each: predict what a run will show, run it "
-               "with one click, and see the one figure that answers it, with its number.")
+NUMBERS = ("No", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine")
+learn.markdown(f"{NUMBERS[len(LESSONS)] if len(LESSONS) < 10 else len(LESSONS)} short lessons, "
+               "a few steps each: predict what a run will show, run it with one click, and "
+               "see the one figure that answers it, with its number. The last reproduces a "
+               "paper's result.")
 learn.page_link("views/learn.py", label="Start the lessons", icon=":material/arrow_forward:")
 teach.subheader(":material/groups: Teach")
 teach.markdown("Set up an experiment on **Train** and press **Share with the class**: one "

@@ -1,9 +1,10 @@
 """Lesson: train short, test long. Position encodings trained on `shift` at T = 16 and
 evaluated at 32: a learned table and the sinusoid fail past T; RoPE, ALiBi and the newer
-xPos and Kerple carry over.
+xPos, Kerple and FIRE carry over.
 
 Past T at 32 over seeds 0-2 (150 steps, one thread, about 4 s each): xPos 0.86, 0.94, 0.96
-(bound >= 0.6); Kerple 0.99, 0.99, 0.99 (bound >= 0.8)."""
+(bound >= 0.6); Kerple 0.99, 0.99, 0.99 (bound >= 0.8); FIRE 1.00, 1.00, 0.97 (bound >= 0.8;
+1-2 s each)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ ROPE = f"embedding(16, 64)\nattention(4, causal=true, position=\"rope\")\n{_HEAD
 ALIBI = f"embedding(16, 64)\nattention(4, causal=true, position=\"alibi\")\n{_HEAD}"
 XPOS = f"embedding(16, 64)\nattention(4, causal=true, position=\"xpos\")\n{_HEAD}"
 KERPLE = f"embedding(16, 64)\nattention(4, causal=true, position=\"kerple\")\n{_HEAD}"
+FIRE = f"embedding(16, 64)\nattention(4, causal=true, position=\"fire\")\n{_HEAD}"
 QUICK = {"task": "shift", "seq_len": 16, "steps": 150, "lr": 0.01, "target_accuracy": None,
          "eval_lengths": "32", "seed": 0}
 PAST_T = "held-out accuracy on positions 16-31 of sequences of 32"
@@ -132,8 +134,25 @@ LESSON = Lesson(
             stack=KERPLE,
             figure="length_generalization",
             expect=Expect("past_T", ">=", 0.8, length=32),
-            try_next=("Change position=\"kerple\" to position=\"fire\": FIRE learns the "
-                      "whole penalty as a small network of the distance. Does it hold too?"),
+            try_next=("Set r2 aside: position=\"kerple_power\" penalises r1 · distance^r2 "
+                      "instead. Does the shape of the penalty matter here?"),
+        ),
+        Step(
+            title="FIRE, past T",
+            text=("FIRE (Li et al. 2023) learns the whole penalty: a small network of the "
+                  "distance, log-scaled and divided by the query's position, gives each "
+                  "head's bias. ALiBi, T5's buckets and Kerple are special cases of it."),
+            question=("A learned function of the distance, divided by the position: will it "
+                      "still find the neighbour past position 15?"),
+            answer=("Yes: about 0.97-1.00 over seeds 0-2. The neighbour is at distance 1 "
+                    "everywhere, and the network learns a bias that favours it strongly "
+                    "enough that the division by a larger position does not undo it."),
+            settings=QUICK,
+            stack=FIRE,
+            figure="length_generalization",
+            expect=Expect("past_T", ">=", 0.8, length=32),
+            try_next=("Try position=\"cope\": CoPE counts positions with gates on the "
+                      "content. Does counting help on a task where every token counts?"),
         ),
     ),
 )
