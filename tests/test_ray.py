@@ -78,7 +78,7 @@ def test_two_keys_that_begin_alike_train_as_two_actors(pool):
         for actor, training, key in started:
             assert training is not None  # each one trains its own run
             assert ray.get(training, timeout=120) is None
-            _, messages, over = ray_runs.poll(actor, f"reader-{key}", 0)
+            _, messages, over, _ = ray_runs.poll(actor, f"reader-{key}", 0)
             assert over and decode(messages[-1]) == Done("finished", None, None)
     finally:
         for actor, _, key in started:

@@ -84,7 +84,8 @@ def handle(cmd):
     view = job.view(cmd.get("owner"))
     return {"id": job.id, "key": job.key, "status": str(view.status), "step": view.step,
             "history": list(view.history), "error": view.error,
-            "pattern": view.pattern is not None, "seen": seen.get(job.id)}
+            "pattern": view.pattern is not None, "seen": seen.get(job.id),
+            "watchers": view.watchers}
 
 for line in sys.stdin:
     cmd = json.loads(line)
@@ -224,6 +225,18 @@ def test_the_run_stops_once_nobody_holds_it():
     assert readers.leave("a", reading=False) == 1
 
 
+def test_each_reader_hears_how_many_watch_on_the_other_app_servers():
+    readers = ray_runs._Readers()
+    readers.add("a", hold=True), readers.add("b", hold=True)
+    assert readers.saw("a", 3) == 0  # b has not said yet
+    assert readers.saw("b", 2) == 3 and readers.saw("a", 3) == 2
+    readers.leave("b", reading=True)  # b let go: nobody watches there any more
+    assert readers.saw("a", 3) == 0
+    readers.seen["c"] = 0.0  # a reader silent for longer than STALE_SECONDS
+    readers.watching["c"] = 5
+    assert readers.saw("a", 3) == 0
+
+
 def test_a_second_app_server_follows_a_training_run_instead_of_training_it(servers):
     a, b = servers
     before = trainings(a), trainings(b)
@@ -265,7 +278,11 @@ def test_a_stop_on_one_app_server_leaves_the_run_the_other_watches(servers):
     teacher = a.ask(do="submit", owner="teacher", seed=41, steps=ENDLESS)
     wait_until(lambda: a.ask(do="view", id=teacher["id"])["step"] > 0)
     student = b.ask(do="open", owner="student", key=teacher["key"])
+    # the share dialog's count: one session on each server, each server sees both
+    wait_until(lambda: (a.ask(do="view", id=teacher["id"])["watchers"],
+                        b.ask(do="view", id=student["id"])["watchers"]) == (2, 2))
     assert a.ask(do="stop", owner="teacher", id=teacher["id"])["stopped"]
+    wait_until(lambda: b.ask(do="view", id=student["id"])["watchers"] == 1)  # the teacher left
     at_stop = b.ask(do="view", id=student["id"])["step"]
     wait_until(lambda: b.ask(do="view", id=student["id"])["step"] > at_stop + 10)  # goes on
     assert a.ask(do="view", id=teacher["id"])["status"] == "running"  # for the others

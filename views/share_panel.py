@@ -125,14 +125,14 @@ def _qr(link: str) -> bytes | None:
 
 @st.fragment(run_every=2.0)
 def watching(job) -> None:
-    """How many sessions are on the run now: those watching it train, or, once it has
-    ended, those whose current run it is (this one included). The pool counts the sessions
-    of this app server: with several app servers on one Ray cluster, each counts its own."""
+    """How many sessions are on the run now: those watching it train (on every app server
+    of a Ray cluster: each tells the run's actor its own), or, once it has ended, those of
+    this app server whose current run it is (this one included)."""
     now = job.view(session.owner())
     count = now.watchers if now.active else session.pool().viewers(job.key)
     st.metric("Sessions on this run now", count,
-              help="this session included; counted on this app server (with several app "
-                   "servers on one Ray cluster, each counts its own)")
+              help="this session included. While the run trains, every app server of a Ray "
+                   "cluster counts; once it has ended, this app server's sessions")
 
 
 # --- present mode on Train -----------------------------------------------------------------

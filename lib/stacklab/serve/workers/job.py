@@ -41,7 +41,8 @@ class JobView:
     train_loss: tuple[tuple[int, float], ...]
     error: str | None
     seconds: float
-    watchers: int  # owners watching the run (a shared run has more than one)
+    watchers: int  # owners watching the run (a shared run has more than one; while it
+    # trains on Ray, those of every app server that reads it)
     pattern: RunFigure | None  # the task's pattern figure at the last evaluation
 
     @property
@@ -108,6 +109,7 @@ class Job:
         self._status = Status.QUEUED if run is None else run.status
         self._error: str | None = None if run is None else run.error
         self.watchers: set[str] = set()  # owners who asked for it and still watch
+        self.elsewhere = 0  # sessions watching it on other app servers (a run on Ray)
         self.progress = Progress(run)  # live, as the worker process reports it
         self.shared = JobFigures(self.key)
         # a run from the store: its own training time (the page says "in 2.1 s", not 0.0)
@@ -240,7 +242,7 @@ class Job:
             train_loss=tuple(progress.train_loss),
             error=self.error,
             seconds=(self.ended or time.monotonic()) - (self.started or time.monotonic()),
-            watchers=len(self.watchers),
+            watchers=len(self.watchers) + (self.elsewhere if status.active else 0),
             pattern=self.pattern_now(),
         )
 

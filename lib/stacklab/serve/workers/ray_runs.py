@@ -14,7 +14,9 @@ must then be a path every node can reach. Ray is imported only here, so a server
   it from a cursor of its own (`RunActor.poll`), so several readers each get the whole
   stream: the held-out evaluations in full (the pool keeps them too), the newest step
   and the newest pattern figure (only the newest: the actor's memory grows with the
-  evaluations only), and the run's last message.
+  evaluations only), and the run's last message. Each poll also says how many sessions
+  watch the run on the reader's app server and gets back how many watch it on the others,
+  so the share dialog counts a class spread over several app servers.
 - **Stop** as in the local pool: a reader *holds* the run while a session of its app
   server watches it; `stop` lets go, and the run stops after its current step once
   nobody holds it, or once no holder has polled for `STALE_SECONDS` (its server went
@@ -108,6 +110,7 @@ class _Readers:
     def __init__(self):
         self.lock = threading.Lock()
         self.seen: dict[str, float] = {}  # reader -> when it last polled
+        self.watching: dict[str, int] = {}  # reader -> sessions watching on its app server
         self.holding: set[str] = set()
         self.held = False
         self.stopped = False
@@ -123,16 +126,23 @@ class _Readers:
                 self.held = True
             return True
 
-    def saw(self, reader: str) -> None:
+    def saw(self, reader: str, watching: int = 0) -> int:
+        """``reader`` polled, with ``watching`` sessions on its app server; how many watch
+        on the other fresh readers' servers."""
         with self.lock:
             if reader in self.seen:
                 self.seen[reader] = time.monotonic()
+                self.watching[reader] = watching
+            now = time.monotonic()
+            return sum(count for other, count in self.watching.items() if other != reader
+                       and now - self.seen.get(other, -STALE_SECONDS) < STALE_SECONDS)
 
     def leave(self, reader: str, reading: bool) -> int:
         """``reader`` lets go of the run (and stops reading unless ``reading``); how many
         fresh readers are left."""
         with self.lock:
             self.holding.discard(reader)
+            self.watching.pop(reader, None)  # a reader that let go has nobody watching
             if not reading:
                 self.seen.pop(reader, None)
             self._stopped_locked()
@@ -201,12 +211,15 @@ class RunActor:
         finally:
             self.over = True
 
-    def poll(self, reader: str, since: int) -> tuple[int, list[tuple], bool]:
-        """The next cursor, the messages from ``since`` on, and whether `train` returned."""
-        self.readers.saw(reader)
+    def poll(self, reader: str, since: int, watching: int = 0
+             ) -> tuple[int, list[tuple], bool, int]:
+        """The next cursor, the messages from ``since`` on, whether `train` returned, and
+        how many sessions watch the run on the other app servers (``watching``: on this
+        reader's)."""
+        elsewhere = self.readers.saw(reader, watching)
         over = self.over  # read first: once over, the messages below include the end
         count, messages = self.stream.since(since)
-        return count, messages, over
+        return count, messages, over, elsewhere
 
     def leave(self, reader: str) -> None:
         self.readers.leave(reader, reading=True)
@@ -270,8 +283,9 @@ def follow(key: str, reader: str) -> tuple | None:
     return (actor, *setup[1:]) if role == "watch" else None
 
 
-def poll(actor, reader: str, since: int) -> tuple[int, list[tuple], bool]:
-    return ray.get(actor.poll.remote(reader, since), timeout=CALL_SECONDS)
+def poll(actor, reader: str, since: int, watching: int = 0
+         ) -> tuple[int, list[tuple], bool, int]:
+    return ray.get(actor.poll.remote(reader, since, watching), timeout=CALL_SECONDS)
 
 
 def ended(reference) -> str | None:

@@ -93,6 +93,8 @@ class Transport(Protocol):
     stop_event: object  # set (by the pool) to ask the run to stop after its current step
     process: object  # the local worker process once started, else None
     lost: tuple[type[BaseException], ...]  # errors that mean the worker went away
+    watching: int  # set by `relay` before each `receive`: sessions watching on this server
+    elsewhere: int  # after each `receive`: sessions watching on other app servers (Ray)
 
     def start(self) -> None:
         """Start the run; an error here fails the job with that error."""
@@ -131,7 +133,9 @@ def relay(transport: Transport, job: Job,
                 transport.stop()
                 stopping = True
             ended = transport.ended()  # asked first: what it said before it ended is read
+            transport.watching = len(job.watchers)
             messages = transport.receive()
+            job.elsewhere = transport.elsewhere
             for message in messages:
                 if isinstance(message, Done):
                     done = message
@@ -194,6 +198,7 @@ class LocalProcess:
 
     lost = (EOFError, OSError)  # the process went away mid-message
     drains = True  # a stored run's process may draw its figures after its slot is freed
+    watching = elsewhere = 0  # one app server: nobody watches from another
 
     def __init__(self, key: str, args: tuple):
         """``args``: `worker.train`'s arguments after its pipe and stop event."""
@@ -248,6 +253,7 @@ class RayActor:
 
     lost = (Exception,)  # the actor or the cluster went away
     process = None
+    watching = elsewhere = 0  # this server's watchers, told; the other servers', heard
 
     def __init__(self, key: str, args: tuple | None = None, store_root: str | None = None):
         """``args``: `worker.train`'s arguments after its pipe and stop event; None (and
@@ -290,7 +296,8 @@ class RayActor:
     def receive(self) -> list[Message]:
         if self._ended:
             return []  # the actor died: there is nobody left to ask
-        self._cursor, sent, self._over = self._runs.poll(self._actor, self._reader, self._cursor)
+        self._cursor, sent, self._over, self.elsewhere = self._runs.poll(
+            self._actor, self._reader, self._cursor, self.watching)
         messages = [decode(raw) for raw in sent]
         if self.following:
             messages = [_own_copy(message, self._root) for message in messages]
