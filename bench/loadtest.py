@@ -634,11 +634,12 @@ SCENARIOS = {
     "seeds_30_hostile": lambda server: seeds(server, class_size(30), 3000, hostile=True),
     "uploads_30": lambda server: uploads_during_a_class(server, class_size(30)),
 }
-TARGETS = {  # scenario -> (measure, at most); issue 20's lecture-hall targets
-    "one_link_100": [("p95", 3.0)],
-    "one_link_30": [("p95", 2.5)],
-    "seeds_30": [("p95", 25.0)],
-    "run_link_100": [("browser_alone_median_s", 2.5), ("browser_s", 4.0)],
+TARGETS = {  # scenario -> (measure, at most): the lecture hall's targets, raised once a run
+    # cost a fraction of what it did (the cheaper presets); before: 3, 2.5, 25, 2.5 and 4 s
+    "one_link_100": [("p95", 2.0)],
+    "one_link_30": [("p95", 1.5)],
+    "seeds_30": [("p95", 15.0)],
+    "run_link_100": [("browser_alone_median_s", 2.5), ("browser_s", 3.5)],
 }
 
 
