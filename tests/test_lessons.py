@@ -31,7 +31,8 @@ def run_of(lesson_id: str, number: int):
 
 def test_the_lessons_in_order():
     assert list(LESSONS) == ["positions", "table-patterns", "untrained-rows",
-                             "train-short-test-long", "induction-heads", "paper-cope"]
+                             "train-short-test-long", "induction-heads", "paper-cope",
+                             "paper-abacus"]
     assert all(len(lesson.steps) >= 3 for lesson in LESSONS.values())
 
 
@@ -69,6 +70,10 @@ CONTRASTS = [
     (("paper-cope", 3), ("paper-cope", 2)),  # RoPE on selective_copy: CoPE's bound fails
     (("paper-cope", 2), ("paper-cope", 3)),  # CoPE past T: RoPE's bound fails
     (("paper-cope", 1), ("paper-cope", 3)),  # CoPE inside T: RoPE's bound fails
+    (("train-short-test-long", 8), ("train-short-test-long", 2)),  # learned: FIRE's fails
+    (("train-short-test-long", 2), ("train-short-test-long", 8)),  # FIRE: learned's fails
+    (("paper-abacus", 3), ("paper-abacus", 2)),  # the learned table: Abacus's bound fails
+    (("paper-abacus", 2), ("paper-abacus", 3)),  # Abacus: the learned table's bound fails
 ]
 
 

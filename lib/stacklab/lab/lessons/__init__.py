@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ...core.errors import StackError, choice_problem
 from ..settings import TrainConfig
-from . import induction_heads, lengths, papers, positions, table_patterns, untrained_rows
+from . import abacus, induction_heads, lengths, papers, positions, table_patterns, untrained_rows
 from .model import METRICS, Expect, Lesson, Metric, Step, check
 
 __all__ = ["LESSONS", "Lesson", "Step", "Expect", "Metric", "METRICS", "check",
@@ -25,7 +25,7 @@ __all__ = ["LESSONS", "Lesson", "Step", "Expect", "Metric", "METRICS", "check",
 
 # In the order a newcomer takes them.
 _IN_ORDER = (positions.LESSON, table_patterns.LESSON, untrained_rows.LESSON, lengths.LESSON,
-              induction_heads.LESSON, papers.LESSON)
+              induction_heads.LESSON, papers.LESSON, abacus.LESSON)
 LESSONS: dict[str, Lesson] = {lesson.id: lesson for lesson in _IN_ORDER}
 assert len(LESSONS) == len(_IN_ORDER), "two lessons share an id"
 
