@@ -22,7 +22,7 @@ FLOORS = {"reverse": 0.5, "shift": 0.5, "lookback": 0.4, "modular": 0.5, "sort":
           "position": 0.9, "induction": 0.6, "repeat": 0.15}
 
 
-# The length tasks of issue 32 (no target accuracy: their presets train every step, 600-800
+# The length tasks of issue 32 (no target accuracy: their presets train every step, 600-4,000
 # of them) are measured by bench/length_table.py and `measure(LENGTH_TASKS)`, not by the
 # test suite's floors.
 LENGTH_TASKS = ("addition", "copy", "selective_copy")

@@ -407,8 +407,8 @@ def test_the_length_table_builds_every_stack_and_rows_for_each_scaling():
 
 
 def test_the_addition_preset_has_two_attention_layers():
-    """Its carries need a second look (a cheaper single-attention mixer once replaced
-    "attention(4)" in a string that no longer had it)."""
+    """Its carries need a second look (a derived preset once lost its second attention
+    when the string it replaced in changed)."""
     assert TASKS["addition"].preset(16).count("attention(") == 2
 
 

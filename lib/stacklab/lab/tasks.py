@@ -216,8 +216,11 @@ ONE_LAYER = TWO_LAYERS.replace("attention(4, causal=true)\n", "", 1)
 # What `induction` and `repeat` share: the labels, the sizes, the head-score figure. Their
 # presets reach 99% on the labelled positions (seeds 0-2): induction by step 150, repeat by
 # step 325.
-# Two attention layers (no mask) and an MLP: addition's carries need more than one look.
-DEEP_MIXER = MIXER.replace("attention(2)\n", "attention(2)\nattention(2)\n")
+# Two attention layers (no mask) and a wide MLP: addition's carries need a second look, and
+# the sum of two digits is a lookup. The smaller mixers stayed near 0.40 within 1,500 steps
+# (seeds 0-2); this one reaches 0.80-0.97 in 4,000 steps at lr 1e-3 (about 30 s, one thread).
+ADDER = ("embedding({vocab}, 64)\npos_embed({max_len})\nattention(4)\nattention(4)\n"
+         "layer_norm()\nlinear(256)\nrelu()\nlinear({classes})")
 COPIES = dict(vocab=PAD + 1, rule=_next_in_copy, default_seq_len=16,
               classes_for=lambda vocab, T: vocab - 1, mixing=True,
               target_accuracy=0.99, pattern_figure="head_scores", copy_lengths=copy_lengths)
@@ -376,12 +379,13 @@ TASKS: dict[str, Task] = {task.name: task for task in (
                  "2n+2 places back. A learned table ties the column to absolute rows, so "
                  "longer numbers fail; Abacus (an abacus op instead of embedding and "
                  "pos_embed) gives each digit its place in its number instead."),
-        preset_template=DEEP_MIXER,
+        preset_template=ADDER,
         rule=lengths.addition_rule,
         inputs=lengths.addition_inputs,
         default_seq_len=16,
         classes_for=lambda vocab, T: 10,
-        steps=800,
+        steps=4000,
+        lr=1e-3,
         mixing=True,
         target_accuracy=None,
         pattern_figure="attention_by_position",
