@@ -19,7 +19,7 @@ _BODY = "attention(4)\nattention(4)\nlayer_norm()\nlinear(256)\nrelu()\nlinear(1
 LEARNED = f"embedding(14, 64)\npos_embed(64)\n{_BODY}"
 ABACUS = f"abacus(14, 64, digits=11)\n{_BODY}"  # digits=11: the answer slots count as digits
 RUN = {"task": "addition", "seq_len": 16, "steps": 2500, "lr": 0.002,
-       "target_accuracy": None, "eval_lengths": "32", "seed": 0}
+       "target_accuracy": None, "eval_lengths": "16,32", "seed": 0}
 PAST_T = "held-out accuracy on the answer digits of 9-digit sums (sequences of 32)"
 
 LESSON = Lesson(
