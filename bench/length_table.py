@@ -31,7 +31,6 @@ import torch
 import stacklab
 from stacklab.lab.measure.lengths import length_generalization
 from stacklab.lab.tasks import TASKS
-from stacklab.lab.train.fine_tune import fine_tuned_at
 from stacklab.ops.position_settings import rope_scaled
 
 T = 16
@@ -141,7 +140,7 @@ def fine_tuned_rows(run, task_name: str, seed: int, steps: int) -> list[dict]:
     for scaling in ("none", *SCALINGS):
         start, found = time.perf_counter(), {}
         for length in LENGTHS[1:]:
-            with fine_tuned_at(run, length, steps, scaling):
+            with stacklab.fine_tuned_at(run, length, steps, scaling):
                 found.update(length_generalization(run, [length]))
         rows.append(rows_of(task_name, "rope", seed, scaling, found,
                             time.perf_counter() - start, fine_tune=steps))

@@ -30,6 +30,7 @@ from .core.spec import OpSpec, catalog, get_op
 from .lab.tasks import TASKS, Task, get_task
 from .lab.train.record import Run, Status
 from .lab.settings import TrainConfig
+from .lab.train.fine_tune import fine_tuned_at
 from .lab.train.trainer import Trainer
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "StackError",
     "StackModule",
     "catalog",
+    "fine_tuned_at",
     "get_op",
     "get_task",
     "parse",
