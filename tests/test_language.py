@@ -136,3 +136,16 @@ def test_a_bare_name_of_no_node_above_is_not_a_value_unless_the_op_reads_nodes()
     # true, false and the Python spellings keep their meaning and their errors
     assert values("x = relu()\nop(true)") == [[], [(None, True)]]
     assert "lowercase" in parse_error("True = relu()\nop(True)").message
+
+
+def test_a_stack_error_pickles_with_every_field():
+    """A worker process or a Ray actor raises it to the app server as it is."""
+    import pickle
+
+    err = StackError("E_SHAPE", "wrong width", line=2, col=1, node="n1", op="linear",
+                     hint="use linear(16)", source_line="linear(4)", span=9)
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is StackError and str(back) == str(err)
+    assert [getattr(back, name) for name in ("code", "message", "line", "col", "node", "op",
+                                              "hint", "source_line", "span")] == [
+        "E_SHAPE", "wrong width", 2, 1, "n1", "linear", "use linear(16)", "linear(4)", 9]

@@ -34,10 +34,13 @@ LIB = str(Path(ray_runs.__file__).resolve().parents[2])
 SERVER = r'''
 import json, logging, sys, threading, time
 from stacklab.lab.settings import TrainConfig
+from stacklab.core.errors import StackError
+from stacklab.serve.workers import server_classes
 from stacklab.serve.workers.pool import JobPool
 
 logging.basicConfig(level=logging.INFO)  # the pool's log: the server's log file
 pool = JobPool(workers=1)  # STACKLAB_RAY_ADDRESS and STACKLAB_RUNS: from the environment
+classes = server_classes(600.0)  # the cluster's classes, as the Learn page gets them
 jobs, seen = {}, {}
 
 def record(job):
@@ -54,7 +57,23 @@ def record(job):
         mine["live_pattern"] |= view.pattern is not None
         time.sleep(0.02)
 
+def handle_class(cmd):
+    """Learn's class as a teacher's or a student's page calls it."""
+    try:
+        if cmd["do"] == "class_open":
+            opened = classes.open(cmd["lesson"], cmd["step"])
+            return {"id": opened.id, "token": opened.token, "kind": type(classes).__name__}
+        if cmd["do"] == "class_move":
+            view = classes.move(cmd["class"], cmd["token"], cmd["step"])
+        else:
+            view = classes.follow(cmd["class"])
+    except StackError as err:
+        return {"id": None, "refused": f"{err.code}: {err.message}"}
+    return {"id": None, "view": None if view is None else [view.lesson, view.step, view.version]}
+
 def handle(cmd):
+    if cmd["do"].startswith("class_"):
+        return handle_class(cmd)
     if cmd["do"] == "submit":
         config = TrainConfig(task="position", steps=cmd["steps"], seed=cmd["seed"],
                              eval_every=10, target_accuracy=None)
@@ -305,3 +324,18 @@ def test_a_followed_run_whose_actor_dies_fails_on_both_servers(servers):
     for server, job in ((a, teacher), (b, student)):
         ended = server.wait(job, 90)
         assert ended["status"] == "failed" and "Ray actor" in ended["error"], ended["error"]
+
+
+def test_a_class_opened_on_one_app_server_is_followed_and_moved_from_the_other(servers):
+    """With a Ray address the classes are the cluster's: students on another app server
+    follow the teacher's step, and only the teacher's token moves it."""
+    a, b = servers
+    opened = a.ask(do="class_open", lesson="positions", step=1)
+    assert opened["kind"] == "ClusterClasses"
+    assert b.ask(do="class_follow", **{"class": opened["id"]})["view"] == ["positions", 1, 0]
+    moved = a.ask(do="class_move", step=3, token=opened["token"], **{"class": opened["id"]})
+    assert moved["view"] == ["positions", 3, 1]
+    assert b.ask(do="class_follow", **{"class": opened["id"]})["view"] == ["positions", 3, 1]
+    refused = b.ask(do="class_move", step=0, token="a student's guess", **{"class": opened["id"]})
+    assert refused["refused"].startswith("E_VALUE: only the teacher's session moves")
+    assert b.ask(do="class_follow", **{"class": "00000000"})["view"] is None

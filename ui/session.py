@@ -16,7 +16,8 @@ import os
 import streamlit as st
 
 from ui import browsers
-from ui.lab import SESSION_TTL_SECONDS, Classes, Experiment, JobPool, pins_everything
+from ui.lab import (SESSION_TTL_SECONDS, Classes, Experiment, JobPool, pins_everything,
+                    server_classes)
 
 EXPERIMENT = "experiment"
 URL_PROBLEMS = "url_problems"
@@ -97,11 +98,11 @@ def pool() -> JobPool:
 @st.cache_resource
 def classes() -> Classes:
     """The server's open classes (Learn's "Present this lesson to a class"): one per
-    server, like the pool. A class ends when its teacher's session has not been seen for
-    the session TTL (`Classes`'s own, so a long lesson is not cut short: a ``ttl=`` here
-    would drop every open class that long after the first was made)."""
-    return Classes(ttl_seconds=float(os.environ.get("STACKLAB_SESSION_TTL",
-                                                    SESSION_TTL_SECONDS)))
+    server, like the pool, or with ``STACKLAB_RAY_ADDRESS`` the cluster's, shared by every
+    app server. A class ends when its teacher's session has not been seen for the session
+    TTL (`Classes`'s own, so a long lesson is not cut short: a ``ttl=`` here would drop
+    every open class that long after the first was made)."""
+    return server_classes(float(os.environ.get("STACKLAB_SESSION_TTL", SESSION_TTL_SECONDS)))
 
 
 def stored_run(key: str):

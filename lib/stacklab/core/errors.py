@@ -62,6 +62,13 @@ class StackError(ValueError):
         self.span = max(1, span)
         super().__init__(self._render())
 
+    def __reduce__(self):
+        """Pickled with every field, so a worker process or a Ray actor can raise it to the
+        app server as it is (the default pickling of an exception passes only ``args``)."""
+        fields = {name: getattr(self, name)
+                  for name in ("line", "col", "node", "op", "hint", "source_line", "span")}
+        return _rebuilt, (self.code, self.message, fields)
+
     @property
     def place(self) -> str:
         """Where the error is, in words: ``line 2, col 1 (n1 pos_embed)``."""
@@ -180,3 +187,8 @@ def choice_problem(name: str, raw: object, options) -> str:
     problem = f"{name}={shown(raw)} is not one of {', '.join(options)}"
     close = closest(raw, options)
     return problem + (f"; did you mean {close}? e.g. {name}={close}" if close else "")
+
+
+def _rebuilt(code: str, message: str, fields: dict) -> StackError:
+    """A pickled `StackError` again (`StackError.__reduce__`)."""
+    return StackError(code, message, **fields)

@@ -1,0 +1,59 @@
+"""The classes of a Ray cluster: with ``STACKLAB_RAY_ADDRESS`` set, every app server of the
+cluster reads and moves the same classes (`stacklab.serve.classes`), kept by one named actor
+(`ACTOR`), as the runs are kept by theirs (`stacklab.serve.workers.ray_runs`). A teacher on
+one app server then moves the students on every other.
+
+`ClusterClasses` answers `Classes`'s methods by asking that actor. The actor is detached:
+it outlives the app server that made it (a class outlives a restart of one server), and
+its classes end as they do on one server, when their teacher has not been seen for the
+TTL. Ray is imported only here and in `ray_runs`.
+"""
+
+from __future__ import annotations
+
+import ray
+
+from ...core.errors import StackError
+from ..classes import Classes, ClassView, Opened
+from .ray_runs import CALL_SECONDS, NAMESPACE, connect
+
+ACTOR = "stacklab-classes"
+
+
+class ClusterClasses:
+    """`Classes` on a Ray cluster: the same methods, answered by the cluster's one classes
+    actor (made by the first app server that asks, found by name by the others). A
+    `StackError` the actor raises (a wrong token, a class that has ended) is raised here
+    as it is."""
+
+    def __init__(self, address: str, ttl_seconds: float):
+        connect(address)
+        remote = ray.remote(max_concurrency=32)(Classes)  # every page script polls it
+        self._actor = remote.options(name=ACTOR, namespace=NAMESPACE, get_if_exists=True,
+                                     lifetime="detached").remote(ttl_seconds)
+
+    def open(self, lesson: str, step: int = 0) -> Opened:
+        return self._call("open", lesson, step)
+
+    def move(self, class_id: str, token: str, step: int, lesson: str | None = None) -> ClassView:
+        return self._call("move", class_id, token, step, lesson)
+
+    def heartbeat(self, class_id: str, token: str) -> bool:
+        return self._call("heartbeat", class_id, token)
+
+    def follow(self, class_id: str) -> ClassView | None:
+        return self._call("follow", class_id)
+
+    def close(self, class_id: str, token: str) -> None:
+        return self._call("close", class_id, token)
+
+    def forget_idle(self) -> int:
+        return self._call("forget_idle")
+
+    def _call(self, method: str, *args):
+        try:
+            return ray.get(getattr(self._actor, method).remote(*args), timeout=CALL_SECONDS)
+        except ray.exceptions.RayTaskError as err:
+            if isinstance(err.cause, StackError):
+                raise err.cause from None
+            raise
