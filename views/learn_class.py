@@ -1,7 +1,8 @@
 """Learn's class: a teacher presents a lesson from the front and the students on
 the class link (``/learn?class=ID``) follow the teacher's step. Not a page of its own:
 views/learn.py calls these. The class (its lesson, its step, its presenter token) is kept
-by the server (`stacklab.serve.classes`, one `session.classes()` per server); the token
+by the server (`stacklab.serve.classes`, one `session.classes()` per server, or the Ray
+cluster's with ``STACKLAB_RAY_ADDRESS``); the token
 stays in the teacher's session, never in a link, so only the teacher moves the class."""
 
 from __future__ import annotations
