@@ -108,14 +108,15 @@ learn.subheader(":material/school: Learn")
 NUMBERS = ("No", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine")
 learn.markdown(f"{NUMBERS[len(LESSONS)] if len(LESSONS) < 10 else len(LESSONS)} short lessons, "
                "a few steps each: predict what a run will show, run it with one click, and "
-               "see the one figure that answers it, with its number. The last reproduces a "
-               "paper's result.")
+               "see the one figure that answers it, with its number. The last two reproduce "
+               "papers' results.")
 learn.page_link("views/learn.py", label="Start the lessons", icon=":material/arrow_forward:")
 teach.subheader(":material/groups: Teach")
 teach.markdown("Set up an experiment on **Train** and press **Share with the class**: one "
                "link (and its QR code) pins your settings. Every student on it watches the "
-               "same run, trained once, and the projector view shows its figure large. A "
-               "lesson's step is a link too (Learn, `?lesson=…&step=…`).")
+               "same run, trained once, and the projector view shows its figure large. Or "
+               "open a lesson on **Learn** and press **Present this lesson to a class**: "
+               "students on its link follow your step.")
 teach.page_link("views/train.py", label="Set up a class on Train",
                 icon=":material/arrow_forward:")
 research.subheader(":material/science: Build and research")
