@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from .errors import StackError
-from .network import Network
+from .resolved import ResolvedNetwork as Network
 from .nodes import is_chain
 from .propagate import propagate
 from .shapes import COMPUTE_DTYPES, dtype_class, format_shape

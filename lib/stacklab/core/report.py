@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from .network import Network
+from .resolved import ResolvedNetwork as Network
 from .nodes import is_chain
 from .shapes import format_shape
 
