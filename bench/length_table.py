@@ -64,6 +64,7 @@ SHOWN = ("acc@16", "past@32", "past@64")
 ABACUS = "abacus"  # addition only: abacus(...) in place of embedding and pos_embed
 SCALINGS = ("linear", "ntk", "yarn")
 FINE_TUNE = 50  # steps at each new length, a quarter of the training's 200
+LR, BATCH = 3e-3, 64  # AdamW's rate and the batch, for every run of the table
 
 
 # The stack every encoding is trained in, written out here rather than read from the task's
@@ -116,6 +117,7 @@ def train_one(task_name: str, encoding: str, seed: int, steps: int, device: str,
     start = time.perf_counter()
     run = stacklab.train(stack_for(task_name, encoding), task=task_name, seed=seed,
                          steps=steps, seq_len=T, device=device, target_accuracy=None,
+                         lr=LR, batch_size=BATCH,  # the table's own, not the task's preset's
                          eval_every=steps,  # one held-out evaluation, at the end
                          eval_lengths=",".join(map(str, LENGTHS)), **settings)
     seconds = time.perf_counter() - start

@@ -306,7 +306,7 @@ def compare_train_steps(task_name: str, hand: nn.Module) -> dict:
     preset as built, interleaved with the same model written by hand, at the preset's batch
     size and length on one fixed batch."""
     from stacklab.lab.tasks import IGNORE, TASKS
-    from stacklab.lab.train.trainer import TrainConfig, _adamw
+    from stacklab.lab.train.trainer import TrainConfig, adamw
 
     task = TASKS[task_name]
     T, B = task.default_seq_len, task.batch_size
@@ -320,7 +320,7 @@ def compare_train_steps(task_name: str, hand: nn.Module) -> dict:
     classes = task.n_classes(T)
 
     def stepper(model):
-        optimizer = _adamw(model, config)
+        optimizer = adamw(model, config)
 
         def step():
             loss = nn.functional.cross_entropy(model(x).reshape(-1, classes).float(),

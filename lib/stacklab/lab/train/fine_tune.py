@@ -20,14 +20,14 @@ True
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 import torch
-from torch.nn import functional as F
 
 from ...core.errors import StackError
 from ...ops.position_settings import rope_scaled
 from ..measure.lengths import run_at_length
-from ..tasks import IGNORE
+from .trainer import adamw, copy_state, training_loss
 
 
 @contextlib.contextmanager
@@ -42,12 +42,10 @@ def fine_tuned_at(run, length: int, steps: int, scaling: str = "none",
         raise StackError("E_ARG", f"a fine-tune takes at least one step, not {steps}",
                          hint="e.g. steps=50")
     model, config = run.model, run.config
-    saved = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    was_training = model.training
+    saved, was_training = copy_state(model), model.training
     generator = torch.Generator().manual_seed(config.seed * 7919 + length)
     device = next(model.parameters()).device
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr or config.lr,
-                                  weight_decay=config.weight_decay)
+    optimizer = adamw(model, config if lr is None else dataclasses.replace(config, lr=lr))
     losses: list[float] = []
     try:
         with rope_scaled(model, scaling, None, config.seq_len), \
@@ -56,8 +54,7 @@ def fine_tuned_at(run, length: int, steps: int, scaling: str = "none",
             for _ in range(steps):
                 x, y = run.task.batch(config.batch_size, length, generator, device)  # (B, L)
                 logits = model(x)  # (B, L, classes)
-                loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1),
-                                       ignore_index=IGNORE)
+                loss = training_loss(logits, y)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()

@@ -123,7 +123,7 @@ class Trainer:
         if given is None:
             model, start_state = self.network.build(seed=config.seed, device=device), None
         else:  # a model built beforehand: trained in place, from its parameters now
-            model, start_state = given.to(device), _copy_state(given)
+            model, start_state = given.to(device), copy_state(given)
         model.set_value_checks(False)  # task data is in range by construction: no host sync
         run = Run(config=config, task=task, network=self.network, model=model, device=device.type,
                   key=self.key, start_state=start_state)
@@ -133,11 +133,11 @@ class Trainer:
         global_rng = torch.random.get_rng_state()
         torch.default_generator.manual_seed(config.seed)
         eval_x, eval_y = task.eval_set(config.seq_len, device=device)
-        return _Loop(run=run, model=model, optimizer=_adamw(model, config), generator=generator,
+        return _Loop(run=run, model=model, optimizer=adamw(model, config), generator=generator,
                      global_rng=global_rng, eval_x=eval_x, eval_y=eval_y,
                      classes=task.n_classes(config.seq_len),
                      check_every=1 if device.type == "cpu" else min(config.eval_every, 10),
-                     good=(_copy_state(model), 0), start=time.perf_counter())
+                     good=(copy_state(model), 0), start=time.perf_counter())
 
     def _train_steps(self, loop: "_Loop") -> None:
         """Step after step until the last one, a stop, a time limit, a divergence or the
@@ -173,8 +173,7 @@ class Trainer:
         where = random_positions(config.seq_len, span, loop.generator) if span else None
         with positions_at(loop.model, where):
             logits = loop.model(x)  # (B, T, classes)
-        loss = F.cross_entropy(logits.reshape(-1, loop.classes).float(), y.reshape(-1),
-                               ignore_index=IGNORE)
+        loss = training_loss(logits, y)
         loop.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if step % loop.check_every == 0 or step == config.steps:
@@ -200,7 +199,7 @@ class Trainer:
                             loop.good)
             return False
         run.history.append(entry)
-        loop.good = _copy_state(loop.model), step
+        loop.good = copy_state(loop.model), step
         self._fire("on_eval", run)
         target = config.target_accuracy
         return not (target is not None and entry["accuracy"] >= target)
@@ -266,7 +265,14 @@ class _Loop:
     start: float  # perf_counter at the start
 
 
-def _adamw(model, config: TrainConfig) -> torch.optim.AdamW:
+def training_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """What a training step minimises: cross-entropy in float32 over the labelled positions
+    of ``logits`` (B, T, classes) against ``y`` (B, T), `IGNORE` left out."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1),
+                           ignore_index=IGNORE)
+
+
+def adamw(model, config: TrainConfig) -> torch.optim.AdamW:
     """AdamW with its fused kernel where torch has one (one kernel for all parameters)."""
     try:
         return torch.optim.AdamW(model.parameters(), lr=config.lr,
@@ -276,7 +282,7 @@ def _adamw(model, config: TrainConfig) -> torch.optim.AdamW:
                                  weight_decay=config.weight_decay)
 
 
-def _copy_state(model) -> dict[str, torch.Tensor]:
+def copy_state(model) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
