@@ -464,6 +464,7 @@ def bench_app() -> dict:
     app = str(Path(__file__).parent.parent / "app.py")
     at = AppTest.from_file(app, default_timeout=60)
     at.run()
+    at.switch_page("views/build.py").run()  # Home is the first page
     sources = [TASKS[name].preset() for name in TASKS] + ["embedding(500, 16)\npos_embed(8)"]
     times = []
     for rep in range(30):

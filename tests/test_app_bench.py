@@ -115,3 +115,17 @@ def test_choosing_a_preset_on_build_says_which_training_settings_it_set():
     at.selectbox(key="build_preset").set_value(label).run()
     steps = presets()[label]["steps"]
     assert f"The preset Task shift also set: steps 600 → {steps}." in texts(at, "info")
+
+
+def test_make_bench_app_section_drives_the_build_page():
+    """`make bench`'s app section edits the Build page 30 times (it once looked for the stack
+    box on Home, the first page, and stopped the whole bench)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
+    import run as bench
+
+    found = bench.bench_app()
+    assert found["build_edit_ms"]["median"] > 0 and set(found["targets"]) == {
+        "build_edit_under_150ms", "heatmap_under_2MB"}
