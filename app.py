@@ -33,6 +33,9 @@ navigation = st.navigation([
     st.Page("views/explore.py", title="Explore", icon=":material/insights:", url_path="explore"),
     st.Page("views/compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
     st.Page("views/catalog.py", title="Catalog", icon=":material/menu_book:", url_path="catalog"),
+    # a teacher's own class: reached from Learn's class panel, not from the navigation
+    st.Page("views/class_summary.py", title="Class summary", icon=":material/summarize:",
+            url_path="class-summary", visibility="hidden"),
 ])
 session.pool()  # the first visit to any page starts the pool and its warmed fork server
 navigation.run()

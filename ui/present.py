@@ -9,6 +9,7 @@ names of its figures (it returns the one to show) and then only that figure, wit
 
 from __future__ import annotations
 
+from html import escape
 from typing import Sequence
 
 import streamlit as st
@@ -74,3 +75,38 @@ def figure_at_full_width(container, figure, key: str, columns: int = 1) -> None:
     at most two lines) in ``container``, at the width of its column."""
     container.plotly_chart(present_figure(figure, columns=columns), key=key,
                            width="stretch" if columns > 1 else "content")
+
+
+# The class's votes on the projector: each choice a thick bar with its count, in type that
+# the back row reads; the choice the run supports marked once the teacher revealed.
+VOTES_CSS = """<style>
+.votes { font-family: sans-serif; }
+.votes h3 { font-size: 34px; margin: 0 0 12px 0; }
+.votes .choice { font-size: 32px; margin: 14px 0 4px 0; }
+.votes .track { background: #e8eaf0; border-radius: 8px; height: 56px; }
+.votes .bar { background: #4a6fd1; height: 56px; border-radius: 8px; min-width: 6px; }
+.votes .supported .bar { background: #1f9d55; }
+.votes .supported .choice { font-weight: 700; }
+.votes .count { font-size: 30px; margin-top: 4px; }
+.votes .run { font-size: 32px; margin-top: 18px; font-weight: 700; }
+</style>"""
+
+
+def vote_bars(container, counted, title: str) -> None:
+    """One round of votes (`stacklab.serve.votes.Round`) as bars at projector size: each
+    choice's count and share, and once the run is in, its choice marked and its sentence
+    ("62% predicted ...; the run: 0.93")."""
+    rows = []
+    for choice, count in zip(counted.choices, counted.counts):
+        share = counted.share(choice)
+        mark = counted.revealed and choice == counted.supported
+        rows.append(
+            f"<div class='{'supported' if mark else 'other'}' data-choice='{escape(choice)}'>"
+            f"<div class='choice'>{escape(choice)}{' ✓ the run' if mark else ''}</div>"
+            f"<div class='track'><div class='bar' style='width:{share:.0%}'></div></div>"
+            f"<div class='count'>{count} vote{'s' * (count != 1)} · {share:.0%}</div></div>")
+    sentence = counted.sentence() if counted.revealed else ""
+    container.html(VOTES_CSS + f"<div class='votes' data-round='{counted.round}'>"
+                   f"<h3>{escape(title)}</h3>{''.join(rows)}"
+                   + (f"<div class='run'>{escape(sentence)}</div>" if sentence else "")
+                   + "</div>")

@@ -11,7 +11,7 @@ from ui import figures, glossary, present, scripts, session, urls
 from ui.lab import (LESSONS, LINK_VALUES, SETTINGS, available_devices, check, parse_values,
                     read_link, step_from_link)
 from ui.markdown import plain, show_error
-from views import learn_class
+from views import learn_class, learn_votes
 
 state = session.PageState("learn", "lesson", "step", "predict", "guess", "predictions", "at",
                           "jobs", "error")
@@ -68,6 +68,7 @@ if not teacher:
     learn_class.student_bar(followed)
 elif not presenting:
     learn_class.teacher_bar()
+    learn_votes.after_class(st)
 
 
 def lesson_list() -> None:
@@ -97,7 +98,10 @@ def came_out_high(step, value: float) -> bool:
 def prediction(where: tuple, step) -> tuple[str | None, str]:
     """The learner's prediction for the step ``where`` (lesson id, number), asked before
     the run and kept per step: the outcome they expect of the step's number, and their
-    answer to its question in their own words (may be empty)."""
+    answer to its question in their own words (may be empty). A student following a class
+    sends the outcome they pick to it as their vote (one per round: a new round asks again)."""
+    if followed is not None:
+        where = (*where, followed.round)
     kept = (state.get("predictions") or {}).get(where, {})
     if state.get("at") != where:  # another step: its own prediction, or none yet
         state["at"] = where
@@ -107,12 +111,33 @@ def prediction(where: tuple, step) -> tuple[str | None, str]:
         state["predictions"] = {**(state.get("predictions") or {}),
                                 where: {"predict": state["predict"], "guess": state["guess"]}}
 
+    def keep_and_vote():
+        keep()
+        if followed is not None and followed.round:
+            learn_votes.send(where[1], state["predict"])
+
     st.markdown(f"**Predict.** {plain(step.question, 400)}")
     guess = st.text_input("Your answer, in your own words", key=state.key("guess"),
                           on_change=keep, placeholder="optional: what do you expect, and why?")
     chosen = st.radio(f"And the number: {plain(step.expect.label, 200)} will be", options(step),
-                      index=None, key=state.key("predict"), on_change=keep, horizontal=True)
+                      index=None, key=state.key("predict"), on_change=keep_and_vote,
+                      horizontal=True)
+    if followed is not None:
+        learn_votes.student_line(followed, where[1])
     return chosen, guess
+
+
+def measured(where: tuple, step) -> tuple[float, str] | None:
+    """The step's run's number and the outcome (of `options`) it supports, once the run
+    this session started for the step has finished; None before."""
+    job = step_job(where)
+    if job is None or job.run is None or job.view(owner).status != Status.FINISHED:
+        return None
+    _, value, _ = check(step, job.run)
+    if value is None:
+        return None
+    low, high = options(step)
+    return value, high if came_out_high(step, value) else low
 
 
 def run_step(where: tuple, step) -> None:
@@ -233,10 +258,16 @@ def step_view(lesson, step, number: int) -> None:
     st.markdown(plain(step.text, 1500))
     with st.expander("The stack this step trains"):
         st.code(step.source, language=None)
-    predicted, guess = prediction(where, step)
-    st.button("Run the experiment", type="primary", icon=":material/play_arrow:",
-              key="learn_run", disabled=predicted is None, on_click=run_step,
-              args=(where, step), help="Predict first: then the run answers your prediction")
+    revealed = True
+    if teacher and presenting:  # the room votes first; Reveal runs the step
+        predicted, guess = None, ""
+        revealed = learn_votes.projector(options(step), lambda: run_step(where, step),
+                                         lambda: measured(where, step))
+    else:
+        predicted, guess = prediction(where, step)
+        st.button("Run the experiment", type="primary", icon=":material/play_arrow:",
+                  key="learn_run", disabled=predicted is None, on_click=run_step,
+                  args=(where, step), help="Predict first: then the run answers your prediction")
     if "error" in state:
         show_error(state["error"])
     job = step_job(where)
@@ -255,7 +286,8 @@ def step_view(lesson, step, number: int) -> None:
         if started is not None and started.active and not now.active:
             st.rerun()  # the run ended: draw the outcome, stop polling
 
-    result()
+    if revealed:  # a class's projector shows no answer before its teacher reveals it
+        result()
     if followed is None:
         st.divider()
         step_navigation(lesson, number)
@@ -279,6 +311,7 @@ if state.get("lesson"):
         with slide, st.container(key="present"):
             step_view(lesson, step, lesson.steps.index(step) + 1)
         learn_class.class_panel(side)
+        learn_votes.after_class(side)
     elif presenting:
         with st.container(key="present"):
             step_view(lesson, step, lesson.steps.index(step) + 1)

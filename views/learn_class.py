@@ -7,6 +7,8 @@ stays in the teacher's session, never in a link, so only the teacher moves the c
 
 from __future__ import annotations
 
+import secrets
+
 import streamlit as st
 
 from stacklab import StackError
@@ -15,7 +17,8 @@ from ui.lab import LINK_VALUES, ClassView, qr_png, write_values
 from ui.markdown import show_error
 from views.share_panel import reachable_address
 
-state = session.PageState("class", "id", "token", "following", "ended", "qr", "problem")
+state = session.PageState("class", "id", "token", "following", "ended", "qr", "problem",
+                          "voter", "rounds")
 
 POLL_SECONDS = 1.0  # a student's page reads the class this often: on the teacher's step within one poll
 HEARTBEAT_SECONDS = 60.0  # an idle teacher's page still says it is there (the TTL is minutes)
@@ -55,8 +58,10 @@ def moved(lesson_id: str, number: int) -> None:
 
 
 def end_class() -> None:
-    """The teacher ends the class: the students' pages say so at their next poll."""
+    """The teacher ends the class: the students' pages say so at their next poll. Its
+    votes stay in this session, for the class summary and its CSV."""
     try:
+        state["rounds"] = session.classes().rounds(state["id"], state["token"])
         session.classes().close(state["id"], state["token"])
     except StackError:
         pass  # it had ended already
@@ -78,12 +83,20 @@ def following() -> bool:
     return bool(state.get("following"))
 
 
+def voter() -> str:
+    """This session's vote token: random, made once, never shown and never written out, so
+    a class counts one vote per session and knows no name."""
+    if not state.get("voter"):
+        state["voter"] = secrets.token_urlsafe(12)
+    return state["voter"]
+
+
 def followed() -> ClassView | None:
     """The class this session follows, now (its lesson and step); None when it follows
     none, or when the class has ended (then the page says so)."""
     if not following():
         return None
-    view = session.classes().follow(state["id"])
+    view = session.classes().follow(state["id"], voter())
     if view is None:
         state["following"], state["ended"] = False, True
     return view
@@ -129,7 +142,7 @@ def student_bar(view: ClassView | None) -> None:
 def poll(version: int) -> None:
     """Read the class at each poll; when the teacher moved (or it ended), draw the page
     again on the new step."""
-    now = session.classes().follow(state["id"])
+    now = session.classes().follow(state["id"], voter())
     if now is None or now.version != version:
         st.rerun()
 

@@ -9,6 +9,13 @@ to explore and rejoin (following is reading, nothing to undo). A class ends when
 teacher's session has not been seen (`Classes.heartbeat`, each move counts too) for
 ``ttl_seconds``.
 
+A class also holds its students' votes (`stacklab.serve.votes`): the teacher's page opens
+a round on a step asking a prediction (`Classes.open_vote`), each student's session votes
+(`Classes.vote`: the current step only, no name, the last vote counts), the projector reads
+the count (`Classes.tally`), and the teacher reveals the run's answer and may ask for a
+second round. Votes live where the class lives: in this server's memory (a restart loses
+them) or on the Ray cluster's classes actor (they outlive an app server's restart).
+
 >>> classes = Classes(ttl_seconds=60)
 >>> opened = classes.open("why_positions")
 >>> classes.follow(opened.id).step, classes.move(opened.id, opened.token, 3).step
@@ -26,11 +33,12 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from ..core.errors import StackError, shown
 from .limits import SESSION_TTL_SECONDS
+from .votes import Round, Tally, Votes, voter_token
 
 CLASS_ID_CHARS = 8  # the class's id in the students' link: short, for a QR code
 MAX_CLASSES = 256  # open classes on one server; the oldest idle one goes first beyond it
@@ -38,13 +46,16 @@ MAX_CLASSES = 256  # open classes on one server; the oldest idle one goes first 
 
 @dataclass(frozen=True)
 class ClassView:
-    """What a student's page reads: the lesson, the current step, and ``version`` (bumped
-    at every move, so a page redraws only when the teacher moved)."""
+    """What a student's page reads: the lesson, the current step, ``version`` (bumped at
+    every move, round and reveal, so a page redraws only when the teacher did something),
+    the step's vote round (0: it asks none) and whether that round takes votes."""
 
     id: str
     lesson: str
     step: int
     version: int
+    round: int = 0
+    voting: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,14 +78,19 @@ class Class:
     step: int = 0
     version: int = 0
     seen: float = 0.0
+    votes: Votes = field(default_factory=Votes)
 
     def view(self) -> ClassView:
-        return ClassView(self.id, self.lesson, self.step, self.version)
+        ballot = self.votes.current(self.lesson, self.step)
+        return ClassView(self.id, self.lesson, self.step, self.version,
+                         ballot.round if ballot else 0, bool(ballot and not ballot.revealed))
 
 
 class Classes:
     """The server's open classes, by id (one module writes them: this one). Thread-safe:
     every page script of every session calls it."""
+
+    outlives_restart = False  # in this server's memory: a restart loses its classes and votes
 
     def __init__(self, ttl_seconds: float = SESSION_TTL_SECONDS,
                  clock: Callable[[], float] = time.monotonic):
@@ -124,13 +140,76 @@ class Classes:
             found.seen = self._clock()
             return True
 
-    def follow(self, class_id: str) -> ClassView | None:
+    def follow(self, class_id: str, follower: str | None = None) -> ClassView | None:
         """What a student's page shows at each poll: the class's lesson and step, or None
-        when it has ended (its teacher gone for the TTL) or never was."""
+        when it has ended (its teacher gone for the TTL) or never was. A ``follower`` (the
+        session's vote token) is counted as following for the projector's "of N"."""
         with self._lock:
             self._forget_idle_locked()
             found = self._classes.get(str(class_id))
+            if found is not None and follower is not None:
+                found.votes.follow(voter_token(follower), self._clock())
             return None if found is None else found.view()
+
+    # -- votes (peer instruction) --------------------------------------------------------
+
+    def open_vote(self, class_id: str, token: str, choices: tuple[str, ...]) -> ClassView:
+        """The teacher's page shows a step asking a prediction: round 1 opens on the class's
+        current step with ``choices`` (nothing when the step has a round already)."""
+        with self._lock:
+            found = self._teachers_locked(class_id, token)
+            if found.votes.current(found.lesson, found.step) is None:
+                found.votes.open(found.lesson, found.step, tuple(choices))
+                found.version += 1
+            return found.view()
+
+    def vote(self, class_id: str, voter: str, step: int, choice: str) -> int:
+        """A student's ``choice`` on ``step``: the round it counts in. Refused with
+        ``E_VALUE`` (nothing counted) for a class that has ended, a step that is not the
+        class's current one, a choice it does not offer, a flood or a voter too many."""
+        voter = voter_token(voter)
+        with self._lock:
+            found = self._classes.get(str(class_id))
+            if found is None:
+                raise StackError("E_VALUE", f"class {shown(class_id, 20)} has ended (or never "
+                                 "was): the vote counts nothing", node=f"class {shown(class_id, 20)}",
+                                 hint="open the class link your teacher shows")
+            if step != found.step:
+                raise StackError("E_VALUE", f"step {shown(step, 20)} is not the class's "
+                                 f"current step ({found.step})", node=f"class {found.id}",
+                                 hint="vote on the step the teacher shows now")
+            return found.votes.cast(voter, found.lesson, found.step, str(choice), self._clock())
+
+    def reveal(self, class_id: str, token: str) -> Round:
+        """The teacher reveals: the current step's latest round takes no more votes."""
+        with self._lock:
+            found = self._teachers_locked(class_id, token)
+            found.version += 1
+            return found.votes.reveal(found.lesson, found.step)
+
+    def vote_again(self, class_id: str, token: str) -> Round:
+        """After a discussion: a new round on the current step, with the same choices."""
+        with self._lock:
+            found = self._teachers_locked(class_id, token)
+            found.version += 1
+            return found.votes.again(found.lesson, found.step)
+
+    def outcome(self, class_id: str, token: str, value: float, supported: str) -> None:
+        """The run's number on the current step and the choice it supports (after Reveal)."""
+        with self._lock:
+            found = self._teachers_locked(class_id, token)
+            found.votes.outcome(found.lesson, found.step, value, supported)
+
+    def tally(self, class_id: str, token: str) -> Tally:
+        """The projector's count: the current step's rounds and how many follow now."""
+        with self._lock:
+            found = self._teachers_locked(class_id, token)
+            return found.votes.tally(found.lesson, found.step, self._clock())
+
+    def rounds(self, class_id: str, token: str) -> tuple[Round, ...]:
+        """Every round of the class so far (the summary page, the CSV)."""
+        with self._lock:
+            return self._teachers_locked(class_id, token).votes.rounds()
 
     def close(self, class_id: str, token: str) -> None:
         """The teacher ends the class."""
@@ -174,4 +253,4 @@ def _step(step: object) -> int:
     return step
 
 
-__all__ = ["Class", "ClassView", "Classes", "Opened"]
+__all__ = ["Class", "ClassView", "Classes", "Opened", "Round", "Tally"]

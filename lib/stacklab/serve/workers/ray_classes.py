@@ -6,7 +6,9 @@ one app server then moves the students on every other.
 `ClusterClasses` answers `Classes`'s methods by asking that actor. The actor is detached:
 it outlives the app server that made it (a class outlives a restart of one server), and
 its classes end as they do on one server, when their teacher has not been seen for the
-TTL. Ray is imported only here and in `ray_runs`.
+TTL. The class's votes live in the actor too: the votes of every app server add up in one
+count, and a restart of an app server keeps them. Ray is imported only here and in
+`ray_runs`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import ray
 
 from ...core.errors import StackError
-from ..classes import Classes, ClassView, Opened
+from ..classes import Classes, ClassView, Opened, Round, Tally
 from .ray_runs import CALL_SECONDS, NAMESPACE, connect
 
 ACTOR = "stacklab-classes"
@@ -25,6 +27,8 @@ class ClusterClasses:
     actor (made by the first app server that asks, found by name by the others). A
     `StackError` the actor raises (a wrong token, a class that has ended) is raised here
     as it is."""
+
+    outlives_restart = True  # the detached actor keeps the classes and their votes
 
     def __init__(self, address: str, ttl_seconds: float):
         connect(address)
@@ -41,8 +45,29 @@ class ClusterClasses:
     def heartbeat(self, class_id: str, token: str) -> bool:
         return self._call("heartbeat", class_id, token)
 
-    def follow(self, class_id: str) -> ClassView | None:
-        return self._call("follow", class_id)
+    def follow(self, class_id: str, follower: str | None = None) -> ClassView | None:
+        return self._call("follow", class_id, follower)
+
+    def open_vote(self, class_id: str, token: str, choices: tuple[str, ...]) -> ClassView:
+        return self._call("open_vote", class_id, token, tuple(choices))
+
+    def vote(self, class_id: str, voter: str, step: int, choice: str) -> int:
+        return self._call("vote", class_id, voter, step, choice)
+
+    def reveal(self, class_id: str, token: str) -> Round:
+        return self._call("reveal", class_id, token)
+
+    def vote_again(self, class_id: str, token: str) -> Round:
+        return self._call("vote_again", class_id, token)
+
+    def outcome(self, class_id: str, token: str, value: float, supported: str) -> None:
+        return self._call("outcome", class_id, token, value, supported)
+
+    def tally(self, class_id: str, token: str) -> Tally:
+        return self._call("tally", class_id, token)
+
+    def rounds(self, class_id: str, token: str) -> tuple[Round, ...]:
+        return self._call("rounds", class_id, token)
 
     def close(self, class_id: str, token: str) -> None:
         return self._call("close", class_id, token)

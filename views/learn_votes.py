@@ -1,0 +1,150 @@
+"""Learn's votes (peer instruction): a student following a class sends their prediction to
+it; the teacher's projector shows how the room voted, reveals the run's answer, and may
+ask the room to vote again. Not a page of its own: views/learn.py calls these. The votes
+are kept by the class (`stacklab.serve.votes` through `session.classes()`): counts only,
+each student's session known by a random token, never by a name."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import streamlit as st
+
+from stacklab import StackError
+from ui import present, session
+from ui.lab import ClassView, Round, votes_csv
+from ui.markdown import plain, show_error
+from views import learn_class
+
+state = session.PageState("votes", "sent", "problem")
+
+PROJECTOR_SECONDS = 1.0  # the projector reads the count this often: a vote shows within ~1 s
+ROUNDS_SHOWN = 2  # the rounds side by side: before and after the discussion
+
+
+# -- a student's vote ---------------------------------------------------------------------
+
+def send(number: int, choice: str | None) -> None:
+    """The student picked ``choice`` on step ``number``: it goes to the class (the last
+    vote counts); a refusal is said under the choices."""
+    if choice is None:
+        return
+    try:
+        counted_in = session.classes().vote(learn_class.state["id"], learn_class.voter(),
+                                            number, choice)
+    except StackError as err:
+        state["problem"] = err
+        return
+    state["sent"] = (number, counted_in, choice)
+    state.pop("problem")
+
+
+def student_line(view: ClassView, number: int) -> None:
+    """Under a following student's choices: whether their vote is in, in which round."""
+    if view.round == 0:
+        return
+    if state.get("problem") is not None:
+        show_error(state.pop("problem"))
+    sent = state.get("sent")
+    if sent is not None and sent[:2] == (number, view.round):
+        st.success(f"Your vote is in (round {view.round}): *{plain(sent[2], 100)}*. Only you "
+                   "see your choice; the projector shows how many chose each.",
+                   icon=":material/how_to_vote:")
+    elif view.voting:
+        again = " again, after talking it over with your neighbour" if view.round > 1 else ""
+        st.info(f"Round {view.round}: your choice goes to the class as you pick it{again}.",
+                icon=":material/how_to_vote:")
+    else:
+        st.caption("The teacher revealed the answer: this round's votes are closed.")
+
+
+# -- the projector ---------------------------------------------------------------------------
+
+def _class() -> tuple[str, str]:
+    return learn_class.state["id"], learn_class.state["token"]
+
+
+def projector(choices: tuple[str, ...], reveal: Callable[[], None],
+              measured: Callable[[], tuple[float, str] | None]) -> bool:
+    """The teacher's view of the room's votes on the step on show: round 1 opens on it, the
+    live count (`count`), Reveal (``reveal`` runs the step) and Vote again. Whether the
+    latest round is revealed (then the page shows the run's outcome)."""
+    try:
+        session.classes().open_vote(*_class(), choices)
+        latest = session.classes().tally(*_class()).latest
+    except StackError as err:  # the class has ended: the page says so at its next run
+        show_error(err)
+        return True
+    count(measured)
+    reveal_column, again_column, note = st.columns([1, 1, 2], vertical_alignment="center")
+    if not latest.revealed:
+        reveal_column.button("Reveal the answer", key="votes_reveal", type="primary",
+                             icon=":material/visibility:", on_click=_reveal, args=(reveal,),
+                             width="stretch", help="Closes this round's votes and runs the step")
+    again_column.button("Vote again", key="votes_again", icon=":material/replay:",
+                        on_click=_again, width="stretch",
+                        help="A new round on this step, after a discussion: both rounds show "
+                             "side by side")
+    note.caption("The votes outlive a restart of this app server (the Ray cluster keeps them)."
+                 if session.classes().outlives_restart else
+                 "The votes live in this app server's memory: a restart loses them. Download "
+                 "them (CSV) before restarting it.")
+    return latest.revealed
+
+
+def _reveal(reveal: Callable[[], None]) -> None:
+    session.classes().reveal(*_class())
+    reveal()
+
+
+def _again() -> None:
+    session.classes().vote_again(*_class())
+
+
+@st.fragment(run_every=PROJECTOR_SECONDS)
+def count(measured: Callable[[], tuple[float, str] | None]) -> None:
+    """The live count: the step's last rounds side by side, and how many voted out of how
+    many follow; after Reveal, the run's number beside the vote once the run is in."""
+    try:
+        tally = session.classes().tally(*_class())
+        latest = tally.latest
+        if latest.revealed and latest.value is None and (outcome := measured()) is not None:
+            session.classes().outcome(*_class(), *outcome)
+            tally = session.classes().tally(*_class())
+    except StackError as err:
+        show_error(err)
+        return
+    with st.container(key="votes_count"):
+        st.markdown(f"**{tally.latest.voted} voted of {tally.following} following**")
+        shown = tally.rounds[-ROUNDS_SHOWN:]
+        for column, counted in zip(st.columns(len(shown), gap="large"), shown):
+            title = f"Round {counted.round}" + (" · revealed" if counted.revealed else "")
+            present.vote_bars(column, counted, title)
+
+
+# -- after class ------------------------------------------------------------------------------
+
+def class_rounds() -> tuple[Round, ...]:
+    """Every round of this session's class: read from the class while it is open, else the
+    ones kept when the teacher ended it (none when this session presented no class)."""
+    if learn_class.state.get("token"):
+        try:
+            return session.classes().rounds(*_class())
+        except StackError:
+            pass
+    return learn_class.state.get("rounds") or ()
+
+
+def download(container, key: str) -> None:
+    """The class's votes as CSV (counts only, no student), made when pressed."""
+    container.download_button("Download the votes (CSV)", key=key,
+                              data=lambda: votes_csv(class_rounds()),
+                              file_name=f"class-{learn_class.state.get('id') or 'votes'}.csv",
+                              mime="text/csv", icon=":material/download:", on_click="ignore")
+
+
+def after_class(container) -> None:
+    """Beside the teacher's slide or bar: the class summary page and the votes' CSV."""
+    container.page_link("views/class_summary.py", label="Class summary: every step's votes",
+                        icon=":material/summarize:")
+    download(container, "votes_csv")
