@@ -105,7 +105,7 @@ def vote_bars(container, counted, title: str) -> None:
             f"<div class='choice'>{escape(choice)}{' ✓ the run' if mark else ''}</div>"
             f"<div class='track'><div class='bar' style='width:{share:.0%}'></div></div>"
             f"<div class='count'>{count} vote{'s' * (count != 1)} · {share:.0%}</div></div>")
-    sentence = counted.sentence() if counted.revealed else ""
+    sentence = counted.sentence()
     container.html(VOTES_CSS + f"<div class='votes' data-round='{counted.round}'>"
                    f"<h3>{escape(title)}</h3>{''.join(rows)}"
                    + (f"<div class='run'>{escape(sentence)}</div>" if sentence else "")

@@ -175,7 +175,8 @@ class Classes:
                                  "was): the vote counts nothing", node=f"class {shown(class_id, 20)}",
                                  hint="open the class link your teacher shows")
             if step != found.step:
-                raise StackError("E_VALUE", f"step {shown(step, 20)} is not the class's "
+                asked = step if isinstance(step, int) else shown(step, 20)
+                raise StackError("E_VALUE", f"step {asked} is not the class's "
                                  f"current step ({found.step})", node=f"class {found.id}",
                                  hint="vote on the step the teacher shows now")
             return found.votes.cast(voter, found.lesson, found.step, str(choice), self._clock())

@@ -69,8 +69,9 @@ class Round:
         return self.counts[self.choices.index(choice)] / self.voted if self.voted else 0.0
 
     def sentence(self) -> str:
-        """``62% predicted at least 0.9; the run: 0.93`` once the run is in, else ''."""
-        if self.value is None or self.supported is None:
+        """``62% predicted at least 0.9; the run: 0.93`` once revealed and the run is in,
+        else ''."""
+        if not self.revealed or self.value is None or self.supported is None:
             return ""
         return (f"{self.share(self.supported):.0%} predicted {self.supported}; "
                 f"the run: {self.value:.2f}")
@@ -224,7 +225,7 @@ def voter_token(voter: object) -> str:
     text = voter if isinstance(voter, str) else ""
     if not 8 <= len(text) <= VOTER_CHARS or not all(c.isalnum() or c in "-_" for c in text):
         raise StackError("E_VALUE", f"{shown(voter, 30)} is not a student session's vote token",
-                         hint="vote from the class link's page (/learn?class=ID)")
+                         node="the vote", hint="vote from the class link's page (/learn?class=ID)")
     return text
 
 
