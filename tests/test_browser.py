@@ -841,3 +841,61 @@ def test_three_students_follow_the_teachers_step_within_one_poll(server, browser
     finally:
         for context in contexts:
             context.close()
+
+
+# --- the class's votes (issue 36): peer instruction on the projector ----------------------
+
+
+def test_three_students_vote_the_projector_counts_reveals_and_shows_two_rounds(server, browser):
+    """A teacher presents a lesson at 1920x1080; three students (one on a phone, 390x844)
+    pick their predictions on the class link; the projector counts them (no answer yet);
+    Reveal runs the step, marks the choice its run supports and says the run's number
+    beside the vote; after Vote again the two rounds stand side by side."""
+    import re
+
+    sizes = [(1920, 1080), (1366, 768), (1366, 768), (390, 844)]
+    contexts = [browser.new_context(viewport={"width": w, "height": h}) for w, h in sizes]
+    teacher, *students = (context.new_page() for context in contexts)
+    bars = teacher.locator(".votes[data-round]")
+    try:
+        teacher.goto(f"{server}/learn?lesson=positions&step=1")
+        teacher.get_by_role("button", name="Present this lesson to a class").click()
+        link = teacher.locator("code").filter(has_text="class=").first
+        link.wait_for(timeout=30_000)
+        class_id = re.search(r"class=([0-9a-f]{8})", link.inner_text()).group(1)
+        bars.first.wait_for(timeout=30_000)
+        for page, choice in zip(students, ("at most 0.3", "at most 0.3", "above 0.3")):
+            page.goto(f"{server}/learn?class={class_id}")
+            page.get_by_text("Following the teacher").wait_for(timeout=30_000)
+            page.get_by_text(choice, exact=True).click()
+            page.get_by_text("Your vote is in (round 1)").wait_for(timeout=30_000)
+            assert "voted of" not in page.inner_text("body")  # a student sees their own only
+        teacher.locator(".voted").filter(has_text="3 voted of 3 following").wait_for(timeout=30_000)
+        assert bars.locator("[data-choice='at most 0.3'] .count").inner_text() == "2 votes · 67%"
+        assert "the run" not in bars.inner_text() and "expected outcome" not in teacher.inner_text("body")
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        teacher.screenshot(path=str(SHOTS / "class_votes_1920.png"))
+        students[2].screenshot(path=str(SHOTS / "class_vote_phone.png"))
+        teacher.get_by_role("button", name="Reveal the answer").click()
+        supported = bars.locator(".supported")
+        supported.first.wait_for(timeout=180_000)  # the step's run trains, then it is marked
+        assert "at most 0.3 ✓ the run" in supported.inner_text()
+        said = bars.locator(".run").inner_text()
+        assert re.fullmatch(r"67% predicted at most 0\.3; the run: 0\.\d\d", said), said
+        teacher.get_by_text("the expected outcome held").wait_for(timeout=30_000)
+        teacher.get_by_role("button", name="Vote again").click()
+        for page, choice in zip(students, ("at most 0.3", "at most 0.3", "at most 0.3")):
+            page.get_by_text("Round 2: your choice goes to the class").wait_for(timeout=30_000)
+            page.get_by_text(choice, exact=True).click()
+            page.get_by_text("Your vote is in (round 2)").wait_for(timeout=30_000)
+        teacher.locator(".voted").filter(has_text="3 voted of 3 following").wait_for(timeout=30_000)
+        rounds = teacher.locator(".votes[data-round]")
+        assert [rounds.nth(i).get_attribute("data-round") for i in range(rounds.count())] == ["1", "2"]
+        first, second = (rounds.nth(i).bounding_box() for i in range(2))
+        assert abs(first["y"] - second["y"]) < 5 and second["x"] > first["x"] + 300  # side by side
+        assert rounds.nth(1).locator("[data-choice='at most 0.3'] .count").inner_text() == "3 votes · 100%"
+        teacher.wait_for_timeout(500)
+        teacher.screenshot(path=str(SHOTS / "class_votes_two_rounds_1920.png"))
+    finally:
+        for context in contexts:
+            context.close()

@@ -179,6 +179,10 @@ def test_the_csv_holds_counts_and_the_runs_number_and_no_student(room):
 # --- the pages (AppTest) ------------------------------------------------------------------
 
 
+def shown_html(at) -> str:
+    return " ".join(h.proto.body for h in at.get("html"))
+
+
 def test_students_vote_the_projector_counts_and_the_summary_lists_both_rounds():
     """A teacher presents positions step 1; two students (AppTest sessions on the class
     link) vote, the projector shows the count, no outcome before Reveal; Vote again; after
@@ -195,9 +199,10 @@ def test_students_vote_the_projector_counts_and_the_summary_lists_both_rounds():
         [choice] = student.radio
         choice.set_value(choice.options[pick]).run()
         assert "Your vote is in (round 1)" in student.success[0].value
+        assert student.button(key="learn_run").disabled  # no answer before the teacher's
     teacher.run()
-    assert any(m.value == "**2 voted of 2 following**" for m in teacher.markdown)
-    bars = [h.proto.body for h in teacher.get("html") if "class='votes'" in h.proto.body]
+    assert "2 voted of 2 following" in shown_html(teacher)
+    bars = [h.proto.body for h in teacher.get("html") if "data-round" in h.proto.body]
     assert len(bars) == 1 and "1 vote · 50%" in bars[0] and "the run" not in bars[0]
     assert not teacher.success  # no answer before Reveal
     teacher.button(key="votes_again").click().run()
@@ -205,7 +210,7 @@ def test_students_vote_the_projector_counts_and_the_summary_lists_both_rounds():
     assert "Round 2" in students[0].info[0].value and students[0].radio[0].value is None
     students[0].radio[0].set_value(students[0].radio[0].options[1]).run()
     teacher.run()
-    bars = [h.proto.body for h in teacher.get("html") if "class='votes'" in h.proto.body]
+    bars = [h.proto.body for h in teacher.get("html") if "data-round" in h.proto.body]
     assert [b.count("data-choice") for b in bars] == [2, 2] and "Round 2" in bars[1]
     teacher.button(key="class_end").click().run()
     teacher.switch_page("views/class_summary.py").run()
@@ -233,4 +238,4 @@ def test_a_forged_vote_from_a_page_is_said_on_it_and_counts_nothing():
     said = " ".join(e.value for e in student.error)
     assert "step 1 is not the class's current step (2)" in said and "vote on the step" in said
     counted = teacher.session_state  # the teacher's count of step 2: nobody voted
-    assert any(m.value == "**0 voted of 1 following**" for m in teacher.run().markdown), counted
+    assert "0 voted of 1 following" in shown_html(teacher.run()), counted

@@ -89,6 +89,7 @@ VOTES_CSS = """<style>
 .votes .supported .choice { font-weight: 700; }
 .votes .count { font-size: 30px; margin-top: 4px; }
 .votes .run { font-size: 32px; margin-top: 18px; font-weight: 700; }
+.votes .voted { font-size: 40px; font-weight: 700; }
 </style>"""
 
 
@@ -110,3 +111,9 @@ def vote_bars(container, counted, title: str) -> None:
                    f"<h3>{escape(title)}</h3>{''.join(rows)}"
                    + (f"<div class='run'>{escape(sentence)}</div>" if sentence else "")
                    + "</div>")
+
+
+def voted_line(container, voted: int, following: int) -> None:
+    """``12 voted of 30 following``, at the size of the projector's headline."""
+    container.html(VOTES_CSS + f"<div class='votes'><div class='voted'>{voted} voted of "
+                   f"{following} following</div></div>")

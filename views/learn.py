@@ -265,9 +265,11 @@ def step_view(lesson, step, number: int) -> None:
                                          lambda: measured(where, step))
     else:
         predicted, guess = prediction(where, step)
+        voting = followed is not None and followed.voting  # the teacher reveals it first
         st.button("Run the experiment", type="primary", icon=":material/play_arrow:",
-                  key="learn_run", disabled=predicted is None, on_click=run_step,
-                  args=(where, step), help="Predict first: then the run answers your prediction")
+                  key="learn_run", disabled=predicted is None or voting, on_click=run_step,
+                  args=(where, step), help="Predict first: then the run answers your prediction"
+                  + (" (in class: once the teacher has revealed it)" if voting else ""))
     if "error" in state:
         show_error(state["error"])
     job = step_job(where)

@@ -115,7 +115,7 @@ def count(measured: Callable[[], tuple[float, str] | None]) -> None:
         show_error(err)
         return
     with st.container(key="votes_count"):
-        st.markdown(f"**{tally.latest.voted} voted of {tally.following} following**")
+        present.voted_line(st, tally.latest.voted, tally.following)
         shown = tally.rounds[-ROUNDS_SHOWN:]
         for column, counted in zip(st.columns(len(shown), gap="large"), shown):
             title = f"Round {counted.round}" + (" · revealed" if counted.revealed else "")
