@@ -65,6 +65,13 @@ def handle_class(cmd):
             return {"id": opened.id, "token": opened.token, "kind": type(classes).__name__}
         if cmd["do"] == "class_move":
             view = classes.move(cmd["class"], cmd["token"], cmd["step"])
+        elif cmd["do"] == "class_call":  # the votes: any method of the classes, by name
+            import dataclasses
+            found = getattr(classes, cmd["method"])(*cmd["args"])
+            plain = lambda x: dataclasses.asdict(x) if dataclasses.is_dataclass(x) else x
+            return {"id": None, "kept": type(classes).outlives_restart,
+                    "answer": [plain(x) for x in found] if isinstance(found, tuple)
+                    else plain(found)}
         else:
             view = classes.follow(cmd["class"])
     except StackError as err:
@@ -339,3 +346,40 @@ def test_a_class_opened_on_one_app_server_is_followed_and_moved_from_the_other(s
     refused = b.ask(do="class_move", step=0, token="a student's guess", **{"class": opened["id"]})
     assert refused["refused"].startswith("E_VALUE: only the teacher's session moves")
     assert b.ask(do="class_follow", **{"class": "00000000"})["view"] is None
+
+
+def test_votes_on_two_app_servers_add_up_on_the_classes_actor_and_outlive_a_restart(servers,
+                                                                                   cluster):
+    """issue 36: students on both app servers vote on the teacher's step; the projector's
+    count (on the teacher's server) holds every vote; a forged one counts nothing; an app
+    server started after the votes (a restarted one) reads them all from the actor."""
+    a, b = servers
+    opened = a.ask(do="class_open", lesson="positions", step=2)
+    klass, token = opened["id"], opened["token"]
+
+    def call(server, method, *args):
+        return server.ask(do="class_call", method=method, args=[*args])
+
+    choices = ["below 0.9", "at least 0.9"]
+    call(a, "open_vote", klass, token, choices)
+    for n, server in enumerate((a, b, b)):
+        call(server, "follow", klass, f"student-{n:04d}")
+        assert call(server, "vote", klass, f"student-{n:04d}", 2, choices[n > 0])["answer"] == 1
+    refused = call(b, "vote", klass, "student-0009", 1, choices[0])  # not the current step
+    assert refused["refused"].startswith("E_VALUE: step 1 is not the class's current step")
+    tally = call(a, "tally", klass, token)
+    assert tally["kept"] and tally["answer"]["following"] == 3
+    assert tally["answer"]["rounds"][0]["counts"] == [1, 2]
+    assert call(b, "reveal", klass, "a student's guess")["refused"].startswith("E_VALUE")
+    env, folder = cluster
+    restarted = AppServer(env, folder / "server-restarted.log")
+    try:
+        assert call(restarted, "tally", klass, token)["answer"]["rounds"][0]["counts"] == [1, 2]
+        call(restarted, "reveal", klass, token)
+        assert call(restarted, "vote_again", klass, token)["answer"]["round"] == 2
+        call(b, "vote", klass, "student-0001", 2, choices[0])
+        rounds = call(a, "rounds", klass, token)["answer"]
+        assert [(r["round"], r["counts"], r["revealed"]) for r in rounds] == [
+            (1, [1, 2], True), (2, [1, 0], False)]
+    finally:
+        restarted.close()
