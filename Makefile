@@ -58,10 +58,12 @@ fuzz: $(STAMP)
 
 # A lecture hall on one link: 30 and 100 agent-API students, 30 seeds, a run= link, a hostile
 # student and one real Chromium, each on its own server with the agent API on (bench/loadtest.py);
-# first, what one request of each kind costs the server (bench/request_costs.py).
+# first, what one request of each kind costs the server (bench/request_costs.py); then a class
+# of 100 voting on a presented lesson, and a hostile student's 1,000 votes (bench/loadtest_votes.py).
 loadtest: $(STAMP) browser
 	$(PY) bench/request_costs.py
 	$(PY) bench/loadtest.py
+	$(PY) bench/loadtest_votes.py
 
 # Build the wheel and install it in a fresh venv outside the checkout: the CLI, the
 # library and the notebook Lab must work from the installed package alone.

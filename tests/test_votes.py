@@ -239,3 +239,29 @@ def test_a_forged_vote_from_a_page_is_said_on_it_and_counts_nothing():
     assert "step 1 is not the class's current step (2)" in said and "vote on the step" in said
     counted = teacher.session_state  # the teacher's count of step 2: nobody voted
     assert "0 voted of 1 following" in shown_html(teacher.run()), counted
+
+
+# --- the load scenario's own arithmetic (bench/loadtest_votes.py) ---------------------------
+
+
+def test_the_load_scenario_times_each_vote_to_the_first_projector_read_that_counts_it():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "bench" / "loadtest_votes.py"
+    spec = importlib.util.spec_from_file_location("loadtest_votes", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    class Voter:
+        def __init__(self, *votes):
+            self.votes = list(votes)
+
+    room = [Voter((1, 1, 10.0, True)), Voter((1, 1, 10.5, True), (2, 1, 20.0, False)),
+            Voter((1, 1, 11.0, True))]
+    seen = [(10.2, 1, 1, 0, 3), (10.8, 1, 1, 2, 3), (11.9, 1, 1, 2, 3), (12.4, 1, 1, 3, 3)]
+    assert [round(d, 2) for d in bench.count_delays(room, seen)] == [0.8, 0.3, 1.4]
+    assert bench.answer("E_VALUE: more than 3 votes a second from one session") == "refused_flood"
+    assert bench.answer("the teacher revealed the answer of round 1") == "refused_closed"
+    assert bench.answer("Your vote is in (round 2)") == "counted"
+    assert bench.answer("a page with neither") == "failed"
