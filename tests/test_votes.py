@@ -213,7 +213,9 @@ def test_students_vote_the_projector_counts_and_the_summary_lists_both_rounds():
     bars = [h.proto.body for h in teacher.get("html") if "data-round" in h.proto.body]
     assert [b.count("data-choice") for b in bars] == [2, 2] and "Round 2" in bars[1]
     teacher.button(key="class_end").click().run()
+    assert any(f"Your class `{class_id}` has ended" in m.value for m in teacher.markdown)
     teacher.switch_page("views/class_summary.py").run()
+    assert class_id in teacher.caption[0].value
     assert not teacher.exception and teacher.title[0].value == "Class summary"
     [table] = teacher.dataframe
     assert list(table.value.columns) == ["choice", "round 1", "round 2", "the run"]

@@ -26,7 +26,8 @@ from stacklab.serve.links.changes import (announcement, changed_since, holding,
                                           preset_announcement, stale_note)
 from stacklab.serve.links.experiment import Experiment, Link, presets, read_link, write_link
 from stacklab.serve.classes import Classes, ClassView
-from stacklab.serve.votes import Round, Tally, by_step, step_table, votes_csv
+from stacklab.serve.votes import (Round, Tally, by_step, new_voter_token, step_table,
+                                  votes_csv)
 from stacklab.serve.workers import server_classes
 from stacklab.serve.links.link_table import LINK_VALUES, parse_compare, parse_values, write_values
 from stacklab.serve.links.projector import best_head_figure
@@ -52,7 +53,7 @@ __all__ = [
     # Learn's class: the teacher's step, followed by the students
     "ClassView", "Classes", "server_classes", "write_values",
     # ... and its votes: the projector's count, the class summary, the CSV
-    "Round", "Tally", "by_step", "step_table", "votes_csv",
+    "Round", "Tally", "by_step", "new_voter_token", "step_table", "votes_csv",
     # Explore
     "MAX_UPLOAD_BYTES", "UPLOAD_LIMIT", "report_html", "tensor_names", "file_name", "run_name",
     # Explore's real-model section (views/explore_table.py, ui/tables.py)

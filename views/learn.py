@@ -66,6 +66,7 @@ scripts.show_url_problems()
 learn_class.show_problem()
 if not teacher:
     learn_class.student_bar(followed)
+    learn_votes.ended_class_line()
 elif not presenting:
     learn_class.teacher_bar()
     learn_votes.after_class(st)

@@ -7,13 +7,11 @@ stays in the teacher's session, never in a link, so only the teacher moves the c
 
 from __future__ import annotations
 
-import secrets
-
 import streamlit as st
 
 from stacklab import StackError
 from ui import session, urls
-from ui.lab import LINK_VALUES, ClassView, qr_png, write_values
+from ui.lab import LINK_VALUES, ClassView, new_voter_token, qr_png, write_values
 from ui.markdown import show_error
 from views.share_panel import reachable_address
 
@@ -61,7 +59,7 @@ def end_class() -> None:
     """The teacher ends the class: the students' pages say so at their next poll. Its
     votes stay in this session, for the class summary and its CSV."""
     try:
-        state["rounds"] = session.classes().rounds(state["id"], state["token"])
+        state["rounds"] = (state["id"], session.classes().rounds(state["id"], state["token"]))
         session.classes().close(state["id"], state["token"])
     except StackError:
         pass  # it had ended already
@@ -87,7 +85,7 @@ def voter() -> str:
     """This session's vote token: random, made once, never shown and never written out, so
     a class counts one vote per session and knows no name."""
     if not state.get("voter"):
-        state["voter"] = secrets.token_urlsafe(12)
+        state["voter"] = new_voter_token()
     return state["voter"]
 
 

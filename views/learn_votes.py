@@ -6,8 +6,6 @@ each student's session known by a random token, never by a name."""
 
 from __future__ import annotations
 
-from typing import Callable
-
 import streamlit as st
 
 from stacklab import StackError
@@ -64,11 +62,11 @@ def _class() -> tuple[str, str]:
     return learn_class.state["id"], learn_class.state["token"]
 
 
-def projector(choices: tuple[str, ...], reveal: Callable[[], None],
-              measured: Callable[[], tuple[float, str] | None]) -> bool:
+def projector(choices: tuple[str, ...], reveal, measured) -> bool:
     """The teacher's view of the room's votes on the step on show: round 1 opens on it, the
-    live count (`count`), Reveal (``reveal`` runs the step) and Vote again. Whether the
-    latest round is revealed (then the page shows the run's outcome)."""
+    live count (`count`), Reveal (``reveal()`` runs the step) and Vote again. Whether the
+    latest round is revealed (then the page shows the run's outcome). ``measured()`` is the
+    run's number and the choice it supports once the run is in, else None."""
     try:
         session.classes().open_vote(*_class(), choices)
         latest = session.classes().tally(*_class()).latest
@@ -92,7 +90,7 @@ def projector(choices: tuple[str, ...], reveal: Callable[[], None],
     return latest.revealed
 
 
-def _reveal(reveal: Callable[[], None]) -> None:
+def _reveal(reveal) -> None:
     session.classes().reveal(*_class())
     reveal()
 
@@ -102,7 +100,7 @@ def _again() -> None:
 
 
 @st.fragment(run_every=PROJECTOR_SECONDS)
-def count(measured: Callable[[], tuple[float, str] | None]) -> None:
+def count(measured) -> None:
     """The live count: the step's last rounds side by side, and how many voted out of how
     many follow; after Reveal, the run's number beside the vote once the run is in."""
     try:
@@ -124,22 +122,33 @@ def count(measured: Callable[[], tuple[float, str] | None]) -> None:
 
 # -- after class ------------------------------------------------------------------------------
 
-def class_rounds() -> tuple[Round, ...]:
-    """Every round of this session's class: read from the class while it is open, else the
-    ones kept when the teacher ended it (none when this session presented no class)."""
+def class_rounds() -> tuple[str | None, tuple[Round, ...]]:
+    """This session's class and every round of it: read from the class while it is open,
+    else the ones kept when the teacher ended it (none when it presented no class)."""
     if learn_class.state.get("token"):
         try:
-            return session.classes().rounds(*_class())
+            return learn_class.state["id"], session.classes().rounds(*_class())
         except StackError:
             pass
-    return learn_class.state.get("rounds") or ()
+    return learn_class.state.get("rounds") or (None, ())
+
+
+def ended_class_line() -> None:
+    """On Learn, once the teacher ended the class: its votes are still here to read."""
+    class_id, rounds = class_rounds()
+    if rounds and not learn_class.state.get("token"):
+        box = st.container(border=True, key="votes_ended_bar")
+        box.markdown(f"Your class `{class_id}` has ended; its votes are kept in this session.")
+        after_class(box)
 
 
 def download(container, key: str) -> None:
     """The class's votes as CSV (counts only, no student), made when pressed."""
+    kept = learn_class.state.get("rounds")
+    class_id = learn_class.state.get("id") or (kept[0] if kept else None)
     container.download_button("Download the votes (CSV)", key=key,
-                              data=lambda: votes_csv(class_rounds()),
-                              file_name=f"class-{learn_class.state.get('id') or 'votes'}.csv",
+                              data=lambda: votes_csv(class_rounds()[1]),
+                              file_name=f"class-{class_id or 'votes'}.csv",
                               mime="text/csv", icon=":material/download:", on_click="ignore")
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import io
+import secrets
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -220,6 +221,11 @@ class Votes:
         self.ballots.append(ballot)
 
 
+def new_voter_token() -> str:
+    """A student session's vote token: 16 random url-safe characters, no name in it."""
+    return secrets.token_urlsafe(12)
+
+
 def voter_token(voter: object) -> str:
     """``voter`` checked: a short token a session made (letters, digits, - and _)."""
     text = voter if isinstance(voter, str) else ""
@@ -283,4 +289,4 @@ def votes_csv(rounds: tuple[Round, ...]) -> str:
 
 
 __all__ = ["Ballot", "MAX_VOTERS", "Round", "Tally", "Votes", "VOTES_PER_SECOND", "by_step",
-           "step_table", "votes_csv", "voter_token"]
+           "new_voter_token", "step_table", "votes_csv", "voter_token"]
