@@ -205,6 +205,7 @@ def test_students_vote_the_projector_counts_and_the_summary_lists_both_rounds():
     bars = [h.proto.body for h in teacher.get("html") if "data-round" in h.proto.body]
     assert len(bars) == 1 and "1 vote · 50%" in bars[0] and "the run" not in bars[0]
     assert not teacher.success  # no answer before Reveal
+    assert any("a restart loses them" in c.value for c in teacher.caption)  # memory, not Ray
     teacher.button(key="votes_again").click().run()
     students[0].run()
     assert "Round 2" in students[0].info[0].value and students[0].radio[0].value is None
