@@ -223,6 +223,8 @@ def test_students_vote_the_projector_counts_and_the_summary_lists_both_rounds():
     assert list(table.value["round 2"]) == ["0 of 1 (0%)", "1 of 1 (100%)"]
     assert "Not revealed in class" in " ".join(m.value for m in teacher.markdown)
     assert teacher.get("download_button")
+    gone = lesson_page(**{"class": class_id})  # after a restart, the class is gone too
+    assert "their votes are lost" in gone.warning[0].value
     fresh = lesson_page()
     fresh.switch_page("views/class_summary.py").run()
     assert not fresh.exception and "No votes yet" in fresh.info[0].value

@@ -125,9 +125,11 @@ def student_bar(view: ClassView | None) -> None:
                       icon=":material/explore:", width="stretch")
         poll(view.version)
     elif state.get("ended"):
+        lost = ("" if session.classes().outlives_restart else " A restart of this app "
+                "server also ends its classes, and their votes are lost.")
         st.warning(f"The class `{state['id']}` has ended (its teacher ended it or left), or "
-                   "there was no such class. The lessons stay open to explore on your own.",
-                   icon=":material/event_busy:")
+                   f"there was no such class.{lost} The lessons stay open to explore on your "
+                   "own.", icon=":material/event_busy:")
     elif state.get("id") and not state.get("token"):
         box = st.container(border=True, key="class_away_bar")
         words, button = box.columns([3, 1], vertical_alignment="center")
