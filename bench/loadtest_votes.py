@@ -38,12 +38,12 @@ from stacklab.serve.votes import VOTES_PER_SECOND  # noqa: E402
 
 STUDENTS = class_size(100)
 VOTE_WINDOW_SECONDS = 10.0  # each student votes within this long of seeing the step
-PROJECTOR_SECONDS = 1.0  # the projector's fragment reads the count this often (views/learn_votes.py)
+PROJECTOR_SECONDS = 1.0  # the projector's fragment reads the count this often (learn_votes.py)
 STUDENT_POLL_SECONDS = 1.0  # a student's page reads the class this often (views/learn_class.py)
 QUIET_SECONDS = 8.0  # the step where nobody votes yet: the polls' baseline
 HOSTILE_VOTES = 1000
 COUNT_TARGET_S = 2.0  # a vote reaches the projector's count within this (p95)
-POLL_TARGET_S = STUDENT_POLL_SECONDS  # a poll answered within its interval: on the step within one poll
+POLL_TARGET_S = STUDENT_POLL_SECONDS  # answered within its interval: on the step within one poll
 LESSON = "positions"
 COUNTED = re.compile(r"(\d+) voted of (\d+) following")
 STEP = re.compile(r"Step (\d+) of \d+")
@@ -153,7 +153,7 @@ class Projector(threading.Thread):
         self.teacher, self.stop = teacher, stop
         self.lock = threading.Lock()
         self.pending: list[str] = []  # the buttons to press, in order
-        self.seen: list[tuple[float, int, int, int, int]] = []  # when, step, round, voted, following
+        self.seen: list[tuple] = []  # (when, step, round, voted, following) of each read
 
     def press(self, key: str) -> None:
         with self.lock:
@@ -271,7 +271,8 @@ def votes_scenario(server: Server, students: int) -> dict:
         "students": students, "votes_sent": len(sent), "votes_counted": sum(sent),
         "vote_to_projector_s": distribution(delays),
         "poll_quiet_s": quiet_polls, "poll_voting_s": voting_polls,
-        "poll_p95_ratio": round(voting_polls.get("p95", 0) / max(quiet_polls.get("p95", 0), 1e-3), 2),
+        "poll_p95_ratio": round(voting_polls.get("p95", 0)
+                                / max(quiet_polls.get("p95", 0), 1e-3), 2),
         "hostile": {**hostile.answers, "seconds": hostile.seconds},
         "most_counted_of_a_round": max((v for _, _, _, v, _ in projector.seen), default=0),
         "rounds_seen": sorted({(s, r) for _, s, r, _, _ in projector.seen}),

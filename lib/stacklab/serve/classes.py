@@ -171,9 +171,9 @@ class Classes:
         with self._lock:
             found = self._classes.get(str(class_id))
             if found is None:
-                raise StackError("E_VALUE", f"class {shown(class_id, 20)} has ended (or never "
-                                 "was): the vote counts nothing", node=f"class {shown(class_id, 20)}",
-                                 hint="open the class link your teacher shows")
+                named = f"class {shown(class_id, 20)}"
+                raise StackError("E_VALUE", f"{named} has ended (or never was): the vote counts "
+                                 "nothing", node=named, hint="open the class link your teacher shows")
             if step != found.step:
                 asked = step if isinstance(step, int) else shown(step, 20)
                 raise StackError("E_VALUE", f"step {asked} is not the class's "

@@ -247,9 +247,10 @@ def step_table(rounds: tuple[Round, ...]) -> list[dict[str, str]]:
     """One step's rounds side by side, a row per choice: ``{"choice": ..., "round 1":
     "3 of 5 (60%)", "round 2": ..., "the run": "supports it" or ""}``.
 
-    >>> step_table((Round("p", 1, 1, ("low", "high"), (1, 3)),
-    ...             Round("p", 1, 2, ("low", "high"), (0, 4), True, 0.93, "high")))[1]
-    {'choice': 'high', 'round 1': '3 of 4 (75%)', 'round 2': '4 of 4 (100%)', 'the run': '0.93 supports it'}
+    >>> high = step_table((Round("p", 1, 1, ("low", "high"), (1, 3)),
+    ...                    Round("p", 1, 2, ("low", "high"), (0, 4), True, 0.93, "high")))[1]
+    >>> high["round 1"], high["round 2"], high["the run"]
+    ('3 of 4 (75%)', '4 of 4 (100%)', '0.93 supports it')
     """
     rows = []
     for choice in rounds[0].choices:
