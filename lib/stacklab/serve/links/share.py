@@ -39,7 +39,7 @@ ALWAYS_IN_LINK = ("task",)  # kept even at its default, so a reader of the link 
 PAGES = {"build": "", "train": "train", "explore": "explore"}  # page -> its URL path
 RESTART_FOR_THE_ROOM = "make run HOST=0.0.0.0"
 SHORT_KEY = 8  # the digits of a run key the app shows, and a class link carries when unique
-RESTART_WITH_STREAMLIT = "streamlit run app.py --server.address 0.0.0.0"
+RESTART_WITH_STREAMLIT = "streamlit run server.py --server.address 0.0.0.0"
 
 
 def check_pins(names: Iterable[str]) -> tuple[str, ...]:
