@@ -3,8 +3,10 @@
     make loadtest                  # runs this after the load test; writes bench/bytes.json
     python bench/bytes.py          # alone (BYTES_LIVE_SECONDS=15 by default)
 
-A real Streamlit server of the app (an empty run store) and one of Streamlit's own hello
-app, side by side in one run. Chromium records the network through the DevTools protocol:
+A real Streamlit server of the app (server.py, as ``make run`` starts it, with an empty run
+store) and one of Streamlit's own hello app, side by side in one run. The teacher trains a
+long run and five more sessions open its link (the agent API's, browserless), so the run
+is followed as in a class. Chromium records the network through the DevTools protocol:
 every HTTP response's bytes on the wire (``Network.loadingFinished``'s
 ``encodedDataLength``: headers and body as transferred, compressed or not, 0 when served
 from the cache), and every websocket message's payload in both directions
@@ -45,6 +47,7 @@ STUDENTS = 100
 # a run that trains for minutes on two cores (20,000 steps: the most a link takes): long enough to follow it live
 LIVE_RUN = {"task": "reverse", "steps": "20000", "target_accuracy": "none", "seed": "35"}
 VIEWPORT = {"width": 390, "height": 844}  # a phone
+CLASS_WATCHERS = 5  # more sessions on the run than views/train.py polls fastest for
 
 
 def hello_script() -> Path:
@@ -152,18 +155,30 @@ def first_and_second(browser, url: str, shown: str) -> dict:
         context.close()
 
 
+def class_watches(base: str, key: str, sessions: int = CLASS_WATCHERS) -> None:
+    """``sessions`` more students open the run link (browserless sessions of the agent API,
+    each one request), so the run is watched as in a class: the page then polls at its
+    class interval (views/train.py's `poll_seconds`), as it does for each of 100 phones."""
+    for _ in range(sessions):
+        student = loadtest.AgentStudent(base, {"run": key}, 0.0)
+        student.ask(page="train", query_params={"run": [key]})
+
+
 def live(browser, url: str, seconds: float = LIVE_SECONDS) -> dict:
     """A student on ``url`` (a run that trains) after the page has settled: the bytes of
     each second over ``seconds``."""
     context = browser.new_context(viewport=VIEWPORT, is_mobile=True, has_touch=True,
                                   device_scale_factor=3)
     try:
-        _, _, meter = opening(context, url, STUDENT_PAGE)
+        _, page, meter = opening(context, url, STUDENT_PAGE)
+        page.wait_for_selector(".js-plotly-plot", timeout=90_000)  # the curves, plotly loaded
+        meter.quiet()
+        status = page.locator("[data-testid=stAlert]", has_text="Status:").first.inner_text()
         start = time.monotonic()
         meter.wait(seconds)
         per_second = [meter.totals(start + i, start + i + 1)["total"] for i in range(int(seconds))]
         whole = meter.totals(start, start + int(seconds))
-        return {**whole, "seconds": int(seconds),
+        return {**whole, "seconds": int(seconds), "status": status.strip(),
                 "bytes_per_second": round(whole["total"] / int(seconds)),
                 "largest_second": max(per_second), "per_second": per_second}
     finally:
@@ -203,12 +218,13 @@ def measure(live_seconds: float = LIVE_SECONDS) -> dict:
     """Both servers, the teacher's run and class, and every figure of the module docstring."""
     from playwright.sync_api import sync_playwright
 
-    app, hello = loadtest.Server(), loadtest.Server(script=hello_script())
+    app, hello = loadtest.Server(max_sessions=20), loadtest.Server(script=hello_script())
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=loadtest.CHROMIUM, args=loadtest.FLAGS)
             key, teacher = teacher_trains(browser, app.base)
             run_link = f"{app.base}/train?run={key}"
+            class_watches(app.base, key)
             following = live(browser, run_link, live_seconds)
             run = first_and_second(browser, run_link, STUDENT_PAGE)
             class_path, presenter = teacher_presents(browser, app.base)

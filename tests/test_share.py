@@ -413,7 +413,7 @@ def test_a_student_on_the_teachers_link_sees_the_shared_run_with_nothing_to_pres
     # interactive chart one switch away; the curves stay a chart
     charts = [c.proto.id for c in student.get("plotly_chart")]
     assert len(charts) == 1, charts
-    [still] = [m.value for m in student.markdown if "data:image/svg+xml;base64," in m.value]
+    [still] = [m.value for m in student.markdown if "data:image/svg+xml," in m.value]
     assert still.startswith("<img ") and 'alt="Each row' in still
     student.toggle(key="train_pattern_hover").set_value(True).run()
     assert len(student.get("plotly_chart")) == 2 and not student.exception
