@@ -29,7 +29,7 @@ $(STAMP): $(APP_STAMP) pyproject.toml
 HOST ?= 127.0.0.1
 PORT ?= 8501
 run: $(APP_STAMP)
-	$(VENV)/bin/streamlit run app.py --server.address $(HOST) --server.port $(PORT)
+	$(VENV)/bin/streamlit run server.py --server.address $(HOST) --server.port $(PORT)
 
 # Debian's Chromium for the browser tests (Playwright drives it; nothing is downloaded).
 browser:
@@ -64,6 +64,7 @@ loadtest: $(STAMP) browser
 	$(PY) bench/request_costs.py
 	$(PY) bench/loadtest.py
 	$(PY) bench/loadtest_votes.py
+	$(PY) bench/bytes.py
 
 # Build the wheel and install it in a fresh venv outside the checkout: the CLI, the
 # library and the notebook Lab must work from the installed package alone.

@@ -114,9 +114,10 @@ def cpu_seconds(pid: int) -> float:
 
 
 class Server:
-    """A Streamlit server of the app with the agent API on and an empty run store."""
+    """A Streamlit server of the app (or of another ``script``) with an empty run store,
+    and the agent API on for ``max_sessions`` sessions when that is not 0."""
 
-    def __init__(self, max_sessions: int):
+    def __init__(self, max_sessions: int = 0, script: Path = ROOT / "server.py"):
         self.folder = Path(tempfile.mkdtemp(prefix="stacklab-loadtest-"))
         self.runs = self.folder / "runs"
         self.log = self.folder / "server.log"
@@ -126,10 +127,10 @@ class Server:
                "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "lib"),
                                                            os.environ.get("PYTHONPATH")]))}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+            [sys.executable, "-m", "streamlit", "run", str(script),
              "--server.port", str(port), "--server.headless", "true",
-             "--server.enableAgentApi", "true",
-             "--server.agentMaxSessions", str(max_sessions),
+             *(["--server.enableAgentApi", "true", "--server.agentMaxSessions",
+                str(max_sessions)] if max_sessions else []),
              "--browser.gatherUsageStats", "false"],
             cwd=ROOT, env=env, stdout=self.log.open("w"), stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 90

@@ -87,7 +87,7 @@ def server():
            "STACKLAB_MODELS_DIR": str(_models_folder(SERVER_LOG.parent / "models")),
            "STACKLAB_RUNS": str(SERVER_LOG.parent / "runs")}  # a fresh run store
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "server.py"), "--server.port",
          str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
         cwd=ROOT, env=env, stdout=SERVER_LOG.open("w"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

@@ -283,6 +283,8 @@ def test_training_curves_follow_history(modular):
 
 
 def test_a_shared_figure_hands_out_one_dict_until_it_changes(reverse):
+    from stacklab.lab.figures.style import with_used_template
+
     fresh = figures.training_curves(reverse.history, reverse.train_loss)
     fig = figures.shared(fresh)
     assert isinstance(fig, go.Figure) and fig.to_dict() == fresh.to_dict()
@@ -299,7 +301,7 @@ def test_a_shared_figure_hands_out_one_dict_until_it_changes(reverse):
     for change in changes:
         change(fig)
         change(twin)
-        assert fig.to_dict() == twin.to_dict()
+        assert fig.to_dict() == with_used_template(twin.to_dict())
     with fig.batch_update():
         fig.layout.height = 300
     assert fig.to_dict()["layout"]["height"] == 300
@@ -312,8 +314,10 @@ def test_figures_read_back_from_json_are_shared_and_equal_the_drawn_ones(reverse
     drawn = figures.run_figures(reverse)
     back = figures.figures_from_json(json.loads(json.dumps(figures.figures_json(reverse))))
     assert all(isinstance(f.figure, figures.SharedFigure) for f in back)
-    assert [json.loads(f.figure.to_json()) for f in back] == [
-        json.loads(f.figure.to_json()) for f in drawn]
+    from stacklab.lab.figures.style import with_used_template
+
+    assert [json.loads(f.figure.to_json()) for f in back] == [  # the template's unused kinds left out
+        with_used_template(json.loads(f.figure.to_json())) for f in drawn]
 
 # --- everything for a run, and the HTML report ------------------------------------------
 
@@ -486,3 +490,36 @@ def test_report_html_leads_like_explore_and_lists_what_was_not_drawn(reverse):
     assert lead < page.index("<div class='group'>The pattern</div>")
     assert page.count("Not drawn for this run") == 1 and page.count("Not drawn:") == 0
     assert page.count("* plotly.js v") == 1
+
+
+def test_a_long_runs_training_loss_is_drawn_at_a_bounded_number_of_steps(modular):
+    """issue 35: the curves of a run followed live are sent at each poll; a loss at every
+    one of 20,000 steps would make them 200 KB. At most CURVE_POINTS, first and last kept."""
+    from stacklab.lab.figures.curves import CURVE_POINTS
+
+    losses = [(step, 1.0 / step) for step in range(1, 20_001)]
+    fig = figures.training_curves(modular.history, losses)
+    steps = list(fig.data[0].x)
+    assert len(steps) <= CURVE_POINTS and steps[0] == 1 and steps[-1] == 20_000
+    assert list(fig.data[0].y) == pytest.approx([1.0 / step for step in steps])
+    assert len(fig.to_json()) < 30_000
+
+
+def test_a_shared_figure_sends_its_templates_defaults_only_for_its_kinds_of_trace():
+    """issue 35: the theme's template has defaults for ten kinds of trace; a figure of
+    lines sends only those for lines (a third of its bytes less at each poll)."""
+    import plotly.io as pio
+
+    from stacklab.lab.figures.style import with_used_template
+
+    template = go.layout.Template(data={"scatter": [go.Scatter(marker=dict(size=9))],
+                                        "table": [go.Table()], "heatmap": [go.Heatmap()]},
+                                  layout=dict(colorway=["#111111"]))
+    plain = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]), layout=dict(template=template))
+    shared = figures.shared(plain)
+    sent = shared.to_dict()["layout"]["template"]
+    assert list(sent["data"]) == ["scatter"] and sent["layout"]["colorway"] == ["#111111"]
+    assert go.Figure(shared.to_dict()).to_dict() == with_used_template(plain.to_dict())
+    full = pio.to_json(plain, validate=False)
+    assert len(pio.to_json(shared, validate=False)) < len(full)
+    assert with_used_template({"data": []}) == {"data": []}  # no template: as it is

@@ -214,6 +214,28 @@ def test_cli_share_prints_the_classroom_link(cli):
         DEFAULT.with_task_preset("shift"), steps=300, seed=3, hide=("task", "seed"))
 
 
+def test_cli_share_of_a_run_prints_the_short_class_link_and_its_qr_code(cli, tmp_path):
+    """issue 35: with every control pinned, a run's link is the run alone, as the share
+    dialog gives it (not the experiment with a 200-character ``hide=``), and its QR code is
+    the dialog's: the same scale, a small symbol."""
+    import segno
+
+    code, out, _ = cli("share", "--task", "reverse", "--run", KEY, "--qr",
+                       str(tmp_path / "qr.png"), "--host", BASE)
+    assert (code, out) == (0, f"{BASE}/train?run={KEY}\n")  # not in this machine's store
+    assert len(out.strip()) - len(BASE) <= 60
+    png = (tmp_path / "qr.png").read_bytes()
+    assert png == share.qr_png(out.strip()) and share.QR_SCALE == 10
+    side = segno.make(out.strip(), error="m", micro=False).symbol_size(scale=10, border=4)
+    assert struct.unpack(">II", png[16:24]) == side
+    assert side[0] <= (37 + 8) * 10  # version 5 at most (the link with hide= took version 11)
+    code, out, _ = cli("share", "--task", "reverse", "--run", KEY[:8], "--host", BASE)
+    assert out == f"{BASE}/train?run={KEY[:8]}\n"
+    code, _, err = cli("share", "--task", "reverse", "--qr", str(tmp_path / "no" / "qr.png"),
+                       "--host", BASE)
+    assert code == 2 and "cannot write" in err
+
+
 def test_cli_share_reads_a_stack_file_and_pins_nothing_on_request(cli, tmp_path):
     stack = tmp_path / "stack.txt"
     stack.write_text("embedding(16, 32)\npos_embed(16)\nlinear(16)\n")
@@ -297,7 +319,7 @@ def listening_on(monkeypatch):
     monkeypatch.undo()
 
 
-def test_the_share_panel_gives_the_link_and_then_its_run(listening_on):
+def test_the_share_panel_gives_the_link_and_then_its_run(listening_on, cli, tmp_path):
     listening_on("0.0.0.0")
     teacher = app(task="position", steps="60", seed="41")
     teacher.switch_page("views/train.py").run()
@@ -316,6 +338,16 @@ def test_the_share_panel_gives_the_link_and_then_its_run(listening_on):
     assert experiment_of_link(link)[0] == replace(from_query(
         {"task": "position", "steps": "60", "seed": "41"})[0], hide=("task", "steps"))
     assert teacher.metric[0].value == "1"  # this session
+    teacher.multiselect(key="train_share_pins").set_value(list(HIDEABLE)).run()
+    short = share_link(teacher)
+    base = short.split("/train?")[0]
+    assert short == f"{base}/train?run={key[:8]}"  # every control pinned: the run alone
+    # issue 35: the command line gives the same link, and the same QR code
+    code, out, _ = cli("share", "--task", "position", "--run", key, "--qr",
+                       str(tmp_path / "qr.png"), "--host", base)
+    assert (code, out) == (0, short + "\n")
+    assert (tmp_path / "qr.png").read_bytes() == teacher.session_state["train_share_qr"][1]
+    teacher.multiselect(key="train_share_pins").set_value(["task", "steps"]).run()
     student = app(**dict(parse_qsl(urlsplit(link).query)))
     student.switch_page("views/train.py").run()
     teacher.run()
@@ -381,7 +413,7 @@ def test_a_student_on_the_teachers_link_sees_the_shared_run_with_nothing_to_pres
     # interactive chart one switch away; the curves stay a chart
     charts = [c.proto.id for c in student.get("plotly_chart")]
     assert len(charts) == 1, charts
-    [still] = [m.value for m in student.markdown if "data:image/svg+xml;base64," in m.value]
+    [still] = [m.value for m in student.markdown if "data:image/svg+xml," in m.value]
     assert still.startswith("<img ") and 'alt="Each row' in still
     student.toggle(key="train_pattern_hover").set_value(True).run()
     assert len(student.get("plotly_chart")) == 2 and not student.exception

@@ -31,10 +31,10 @@ from stacklab.serve.votes import (Round, Tally, by_step, new_voter_token, step_t
 from stacklab.serve.workers import server_classes
 from stacklab.serve.links.link_table import LINK_VALUES, parse_compare, parse_values, write_values
 from stacklab.serve.links.projector import best_head_figure
-from stacklab.serve.links.share import (ALL_PINS, class_link, classroom_link, experiment_of_run,
-                                        lan_address, network_addresses, pins_everything,
-                                        present_figure, qr_png, resolve_key, restart_hint,
-                                        share_address)
+from stacklab.serve.links.share import (ALL_PINS, experiment_of_run, lan_address,
+                                        network_addresses, pins_everything, present_figure,
+                                        qr_png, resolve_key, restart_hint, share_address,
+                                        share_link)
 from stacklab.serve.workers.pool import JobPool
 from stacklab.serve.workers.table_jobs import TableView, model_request, upload_request
 
@@ -60,9 +60,9 @@ __all__ = [
     "MODELS_DIR_ENV", "TableView", "cached_models", "extract_snippet", "model_request",
     "model_under", "models_under", "table_report_html", "upload_request",
     # the classroom: the share panel and the projector
-    "ALL_PINS", "best_head_figure", "class_link", "classroom_link", "experiment_of_run", "lan_address",
-    "network_addresses", "pins_everything", "present_figure", "qr_png", "resolve_key",
-    "restart_hint", "share_address",
+    "ALL_PINS", "best_head_figure", "experiment_of_run", "lan_address", "network_addresses",
+    "pins_everything", "present_figure", "qr_png", "resolve_key", "restart_hint",
+    "share_address", "share_link",
     # the session and its address (ui.session, ui.urls, ui.scripts)
     "Experiment", "JobPool", "Link", "MAX_LINK_STACK_CHARS", "SESSION_TTL_SECONDS",
     "announcement", "changed_since", "preset_announcement", "read_link", "stale_note",

@@ -8,8 +8,8 @@ import streamlit as st
 
 from stacklab import TASKS, StackError, Status
 from ui import controls, present, scripts, session, urls
-from ui.lab import (ALL_PINS, best_head_figure, class_link, classroom_link, lan_address,
-                    network_addresses, qr_png, restart_hint, share_address)
+from ui.lab import (ALL_PINS, best_head_figure, lan_address, network_addresses, qr_png,
+                    restart_hint, share_address, share_link)
 from ui.markdown import plain, show_error
 
 train_state = session.PageState("train", "share", "share_pins", "share_qr", "present",
@@ -97,11 +97,8 @@ def _link(job, address) -> str | None:
                  "change them, and so attaches to the same run.")
     run_key = job.key if job is not None and session.url_run_key() == job.key else None
     try:
-        if run_key and set(pins) == set(ALL_PINS):
-            link = class_link(address.base, run_key, known=urls.known_keys())
-        else:
-            link = classroom_link(session.experiment(), address.base, pinned=pins,
-                                  run_key=run_key)
+        link = share_link(session.experiment(), address.base, pinned=pins, run_key=run_key,
+                          known=urls.known_keys())
     except StackError as err:
         show_error(err, prefix="This experiment cannot be shared as a link: ")
         return None
@@ -116,7 +113,7 @@ def _qr(link: str) -> bytes | None:
     """The QR code of ``link``, made once per link; None when the link is too long for one."""
     def make():
         try:
-            return qr_png(link, scale=10)
+            return qr_png(link)  # QR_SCALE, as `stacklab share --qr` draws it
         except StackError:
             return None
 

@@ -14,8 +14,10 @@
     stacklab ops [--json]
     stacklab docs --out DIR
     stacklab share [FILE|-] --task NAME --host URL [--input SHAPE] [--input-dtype int64]
-                   [the train flags] [--run KEY] [--pin NAMES|none] [--page train|explore|build]
-                   (prints the classroom link; every control pinned unless --pin says which)
+                   [the train flags] [--run KEY] [--pin NAMES|none] [--qr PNG]
+                   [--page train|explore|build]
+                   (prints the classroom link; every control pinned unless --pin says which;
+                   with --run and every control pinned, the short class link /train?run=KEY)
 
 Exit status: 0 on success, 1 on a `StackError` (its message on stderr, no traceback),
 2 on a usage error.

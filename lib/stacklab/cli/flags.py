@@ -94,10 +94,15 @@ def _share_parser(commands) -> None:
     share.add_argument("--host", required=True, metavar="URL",
                        help="the address students reach the app at, e.g. http://10.0.0.5:8501")
     share.add_argument("--run", default=None, metavar="KEY",
-                       help="a run key: students who open the link attach to that run at once")
+                       help="a run key: students who open the link attach to that run at once; "
+                            "with every control pinned the link is the run alone "
+                            "(/train?run=KEY), as the share dialog gives it")
     share.add_argument("--pin", default=None, metavar="NAMES",
                        help="comma list of the controls the link pins (hide=); default: all of "
                             "them; none: pin nothing")
+    share.add_argument("--qr", default=None, metavar="PNG",
+                       help="also write the link's QR code to this PNG file, drawn as the share "
+                            "dialog draws it")
     share.add_argument("--page", default="train", choices=["train", "explore", "build"],
                        help="the page the link opens (default train)")
 

@@ -4,6 +4,7 @@ makes it (`stacklab.serve.links.share.classroom_link`), for a teacher who script
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from ..core.errors import StackError
 from ..lab.settings import SETTINGS
@@ -29,8 +30,11 @@ def link_values(args, parser) -> dict[str, str]:
 
 
 def cmd_share(args, parser) -> int:
+    from urllib.parse import urlsplit
+
+    from ..lab.runs.store import RunStore
     from ..serve.links.experiment import from_query
-    from ..serve.links.share import ALL_PINS, classroom_link, is_loopback
+    from ..serve.links.share import ALL_PINS, is_loopback, qr_png, share_link
 
     experiment, problems = from_query(link_values(args, parser))
     if problems:  # the app would refuse these values from the link: say so here instead
@@ -38,12 +42,25 @@ def cmd_share(args, parser) -> int:
                          hint="use values within the classroom ranges (what a link accepts)")
     pins = ALL_PINS if args.pin is None else [] if args.pin.strip() == "none" \
         else args.pin.split(",")
-    link = classroom_link(experiment, args.host, pinned=pins, run_key=args.run, page=args.page)
+    # the keys of this machine's run store, as the dialog knows its server's: a stored key
+    # that no other starts like is shortened to its 8 digits
+    known = RunStore().keys() if args.run else ()
+    link = share_link(experiment, args.host, pinned=pins, run_key=args.run, known=known,
+                      page=args.page)
+    if args.qr is not None:
+        write_qr(args.qr, qr_png(link), parser)
     print(link)
-    from urllib.parse import urlsplit
-
     if is_loopback(urlsplit(args.host).hostname):
         print("stacklab: note: that address is this machine only; students need its address on "
               "the network (hostname -I), and the app started with `make run HOST=0.0.0.0`",
               file=sys.stderr)
     return 0
+
+
+def write_qr(path: str, png: bytes, parser) -> None:
+    """The link's QR code, as the share dialog draws it, into ``path`` (a usage error when
+    it cannot be written)."""
+    try:
+        Path(path).write_bytes(png)
+    except OSError as err:
+        parser.error(f"cannot write {path!r}: {err.strerror or err}")

@@ -140,6 +140,24 @@ def _curves_grid() -> dict:
     return {**fig.to_dict(), "_grid_str": fig._grid_str, "_grid_ref": fig._grid_ref}
 
 
+CURVE_POINTS = 200  # a curve drawn at most at this many steps: a chart is 300-700 px wide
+
+
+def thinned(points: Sequence, most: int = CURVE_POINTS) -> Sequence:
+    """``points`` at an even stride, at most ``most`` of them, the last one kept: a run's
+    loss at every step would make its curves 200 KB by step 20,000, sent again at each poll
+    of a run followed live.
+
+    >>> [p for p in thinned(list(range(10)), 4)]
+    [0, 3, 6, 9]
+    """
+    if len(points) <= most:
+        return points
+    stride = -(-(len(points) - 1) // (most - 1))  # ceil: at most `most` points
+    kept = list(points[::stride])
+    return kept if kept[-1] == points[-1] else kept + [points[-1]]
+
+
 def training_curves(history: Sequence[dict], train_loss: Sequence[tuple[int, float]] | None = None
                     ) -> go.Figure:
     """Held-out loss (log scale) and accuracy against the step; the training loss optionally.
@@ -149,19 +167,20 @@ def training_curves(history: Sequence[dict], train_loss: Sequence[tuple[int, flo
     `tests/test_figures.py` checks the figure plotly would make of it."""
     fig = SharedFigure(copy.deepcopy(_curves_grid()), _validate=False)
     if train_loss:
-        steps, losses = zip(*train_loss)
+        steps, losses = zip(*thinned(train_loss))
         fig.add_trace(go.Scatter(x=np.asarray(steps, dtype=np.int32), y=as_float32(losses),
                                  mode="lines", name="training loss (one batch)",
                                  line=dict(color="rgba(150,150,150,0.7)", width=1),
                                  hovertemplate="step %{x}<br>training loss %{y:.4g}<extra></extra>"),
                       row=1, col=1)
-    steps = np.asarray([entry["step"] for entry in history], dtype=np.int32)
-    fig.add_trace(go.Scatter(x=steps, y=as_float32([entry["loss"] for entry in history]),
+    shown = thinned(history)  # the losses below still set the axis from every evaluation
+    steps = np.asarray([entry["step"] for entry in shown], dtype=np.int32)
+    fig.add_trace(go.Scatter(x=steps, y=as_float32([entry["loss"] for entry in shown]),
                              mode="lines+markers", name="held-out loss",
                              line=dict(color=UNTRAINED_COLOR),
                              hovertemplate="step %{x}<br>held-out loss %{y:.4g}<extra></extra>"),
                   row=1, col=1)
-    fig.add_trace(go.Scatter(x=steps, y=as_float32([entry["accuracy"] for entry in history]),
+    fig.add_trace(go.Scatter(x=steps, y=as_float32([entry["accuracy"] for entry in shown]),
                              mode="lines+markers", name="held-out accuracy",
                              line=dict(color=TRAINED_COLOR),
                              hovertemplate="step %{x}<br>accuracy %{y:.1%}<extra></extra>"),

@@ -22,10 +22,10 @@ True
 
 from __future__ import annotations
 
-import base64
 import html
 import math
 import re
+from urllib.parse import quote
 from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
@@ -34,7 +34,9 @@ from .picture_values import (colour_scale, colours, is_number, labels, nice_tick
                              z_values)
 from .style import plain, wrap_title
 
-RECT_CELLS = 1024  # cells drawn one <rect> each; a larger map is one image
+RECT_CELLS = 64  # cells drawn one <rect> each; a larger map is one image (a 16 x 16 map
+# as rects is 20 KB a picture, sent again at each poll of a run followed live; as a PNG,
+# under 1 KB)
 FONT_FAMILY = "'Source Sans Pro', 'Source Sans 3', 'Segoe UI', Helvetica, Arial, sans-serif"
 TEXT = "rgb(49, 51, 63)"  # Streamlit's text colour, as the charts' theme uses it
 MUTED = "rgb(110, 112, 128)"
@@ -64,9 +66,12 @@ def figure_svg(figure, *, width: int = 700, font: int = 13) -> str | None:
 
 
 def svg_img(svg: str, alt: str) -> str:
-    """An HTML ``<img>`` of ``svg`` (a data URI) as wide as its container, ``alt`` escaped."""
-    data = base64.b64encode(svg.encode()).decode("ascii")
-    return (f'<img src="data:image/svg+xml;base64,{data}" alt="{html.escape(alt)}" '
+    """An HTML ``<img>`` of ``svg`` (a data URI) as wide as its container, ``alt`` escaped.
+    The SVG's text is written into the URI with only the characters that would end the
+    attribute or the URI escaped: a quarter smaller than base64, and sent again at each
+    poll of a run followed live."""
+    data = quote(svg, safe=' ,.:;=/()-"')  # its double quotes kept: the attribute is in single
+    return (f"<img src='data:image/svg+xml,{data}' alt=\"{html.escape(alt)}\" "
             'style="width: 100%; height: auto; display: block">')
 
 

@@ -39,7 +39,7 @@ ALWAYS_IN_LINK = ("task",)  # kept even at its default, so a reader of the link 
 PAGES = {"build": "", "train": "train", "explore": "explore"}  # page -> its URL path
 RESTART_FOR_THE_ROOM = "make run HOST=0.0.0.0"
 SHORT_KEY = 8  # the digits of a run key the app shows, and a class link carries when unique
-RESTART_WITH_STREAMLIT = "streamlit run app.py --server.address 0.0.0.0"
+RESTART_WITH_STREAMLIT = "streamlit run server.py --server.address 0.0.0.0"
 
 
 def check_pins(names: Iterable[str]) -> tuple[str, ...]:
@@ -183,6 +183,23 @@ def class_link(base_url: str, run_key: str, *, known: Iterable[str] = (),
     return f"{check_base_url(base_url)}/{PAGES[page]}?" + urlencode(query, safe=",")
 
 
+def share_link(experiment: Experiment, base_url: str, *, pinned: Iterable[str] = ALL_PINS,
+               run_key: str | None = None, known: Iterable[str] = (), page: str = "train") -> str:
+    """The link the share dialog and ``stacklab share`` give: the short `class_link` once a
+    run exists and every control is pinned (the run fixes the experiment), else the
+    `classroom_link` of ``experiment`` with its ``pinned`` controls.
+
+    >>> key = "2f79848c" + "0" * 24
+    >>> from stacklab.serve.links.experiment import DEFAULT
+    >>> share_link(DEFAULT, "http://10.0.0.5:8501", run_key=key, known=[key])
+    'http://10.0.0.5:8501/train?run=2f79848c'
+    """
+    pins = check_pins(pinned)
+    if run_key and pins == ALL_PINS:
+        return class_link(base_url, run_key, known=known, page=page)
+    return classroom_link(experiment, base_url, pinned=pins, run_key=run_key, page=page)
+
+
 def experiment_of_run(source: str, input_shape: Iterable[object], input_dtype: str, config,
                       hide: Iterable[str] = ALL_PINS) -> Experiment:
     """The experiment a run fixes: its stack, input and settings (``config``, filled), with
@@ -305,7 +322,10 @@ def restart_hint(port: int) -> str:
     return RESTART_FOR_THE_ROOM + ("" if int(port) == MAKE_PORT else f" PORT={int(port)}")
 
 
-def qr_png(link: str, scale: int = 8) -> bytes:
+QR_SCALE = 10  # the share dialog's QR code: pixels a module (the CLI's --qr draws the same)
+
+
+def qr_png(link: str, scale: int = QR_SCALE) -> bytes:
     """A QR code of ``link`` as PNG bytes, made in memory (``segno``), for the projector.
     ``E_VALUE`` for a link longer than a QR code holds (about 2,300 characters at this
     error correction): the link is then shared as text."""
