@@ -27,7 +27,7 @@ label[data-testid="stWidgetLabel"][disabled] {{ color: #6b6a67 !important; }}
 [data-testid="stMarkdownPre"] pre, [data-testid="stMarkdownPre"] code {{
   white-space: pre-wrap !important; overflow-wrap: anywhere; }}
 button:focus-visible, a:focus-visible, [role="tab"]:focus-visible, summary:focus-visible,
-[data-baseweb="radio"]:focus-within, [data-baseweb="checkbox"]:focus-within {{
+label:has(input[type="radio"]:focus-visible), label:has(input[type="checkbox"]:focus-visible) {{
   outline: 3px solid #2563eb !important; outline-offset: 2px; }}
 @media (max-width: {PHONE_MAX_PX}px) {{
   [data-testid="stMainBlockContainer"] {{ padding-left: 1rem; padding-right: 1rem; }}
@@ -35,8 +35,7 @@ button:focus-visible, a:focus-visible, [role="tab"]:focus-visible, summary:focus
   [data-testid="stFormSubmitButton"] button, [data-testid="stPageLink"] a,
   [data-testid="stExpander"] summary, [role="tab"] {{
     min-height: {TOUCH_PX}px; min-width: {TOUCH_PX}px; }}
-  [data-testid="stRadio"] label[data-baseweb="radio"],
-  [data-testid="stCheckbox"] label, [data-testid="stToggle"] label {{
+  [data-testid="stRadioOption"], [data-testid="stCheckbox"] label {{
     min-height: {TOUCH_PX}px; min-width: {TOUCH_PX}px; align-items: center; }}
   [data-testid="stRadio"] [role="radiogroup"] {{ gap: 0 1rem; }}
   [data-testid="stMarkdownContainer"] code, [data-testid="stCaptionContainer"] code,

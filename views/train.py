@@ -43,17 +43,19 @@ def pattern_figure(container, current, now) -> None:
     """The run's pattern figure. A student on the teacher's link sees it as a still picture
     first: an image is on screen as the page arrives, where a fresh browser takes seconds
     to load and start the chart library; the interactive chart is one switch away."""
-    width = figures.PHONE_WIDTH if browsers.on_phone() else figures.column_width(2)
+    phone = browsers.on_phone()  # a phone's copy, laid out for its one column
+    width = figures.PHONE_WIDTH if phone else figures.column_width(2)
+    shown = figures.phone_figure(now.pattern.figure) if phone else now.pattern.figure
     spot = container.container(key=f"train_pattern_{now.id}")
-    still = (figures.figure_svg(now.pattern.figure, width=width, font=15)
+    still = (figures.figure_svg(shown, width=width, font=15)
              if session.student_view(current) else None)  # kept with the shared figure
     if still is not None and not state.get("pattern_hover"):  # markdown, whose code the page has loaded already (st.image's not)
         score = f" — {now.pattern.score}" if now.pattern.score else ""
         spot.markdown(figures.svg_img(still, f"{now.pattern.title}{score} (heatmap)"),
                       unsafe_allow_html=True)
     else:
-        charts.plotly(spot, figures.fit_title(now.pattern.figure, width),
-                      f"train_pattern_chart_{now.id}", now.pattern.score)
+        charts.plotly(spot, now.pattern.figure if phone else figures.fit_title(
+            now.pattern.figure, width), f"train_pattern_chart_{now.id}", now.pattern.score)
     if still is not None:
         container.toggle("Values on hover", key=state.key("pattern_hover"),
                          help="The interactive chart: each cell's value under the pointer")

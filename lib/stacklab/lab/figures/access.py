@@ -11,11 +11,12 @@ protanopia.
 
 from __future__ import annotations
 
+import copy
 import math
 
 import plotly.graph_objects as go
 
-from .style import plain, wrap_title
+from .style import SharedFigure, plain, wrap_title
 
 # Okabe and Ito's eight colours ("Color Universal Design", 2002), in the order the figures
 # use them: distinguishable under deuteranopia, protanopia and tritanopia, and in print.
@@ -66,14 +67,15 @@ def _trace_words(trace) -> str | None:
 def describe(figure: go.Figure, score: str | None = None) -> str:
     """A text alternative of ``figure`` that carries its numbers: its title, the score the
     page gives it (``score``), and what each trace shows (a heatmap's size and range of
-    values, each line's last value).
+    values, each line's last value). The page names the chart with it (Streamlit gives the
+    chart the role "figure", so the text does not say "figure" again).
 
     >>> fig = go.Figure(go.Heatmap(z=[[0.1, 0.9], [0.93, 0.2]]), layout=dict(title="Attention"))
     >>> describe(fig, "anti-diagonal score 0.93")
-    'Figure: Attention; anti-diagonal score 0.93. Shows a 2 by 2 heatmap, values from 0.10 to 0.93.'
+    'Attention; anti-diagonal score 0.93. Shows a 2 by 2 heatmap, values from 0.10 to 0.93.'
     """
     title = plain(str(figure.layout.title.text or "").replace("<br>", " ")).strip()
-    words = [f"Figure: {title or 'a chart'}" + (f"; {plain(score).strip()}" if score else "")]
+    words = [(title or "A chart") + (f"; {plain(score).strip()}" if score else "")]
     parts = [part for part in map(_trace_words, figure.data) if part]
     if parts:
         shown = parts[:_MAX_LINES]
@@ -90,12 +92,19 @@ def phone_figure(figure: go.Figure) -> go.Figure:
     cache = getattr(figure, "_shared_pictures", None)
     if cache is not None and "phone" in cache:
         return cache["phone"]
-    fig = go.Figure(figure)
+    # a deep copy: a SharedFigure's dict is the one every page shows, never to be changed;
+    # the copy is a SharedFigure too, its dict and still pictures kept with it
+    fig = SharedFigure(copy.deepcopy(figure.to_dict()), _validate=False)
     title = fig.layout.title.text
+    top = 40
     if title:
         wrapped = wrap_title(title, PHONE_WIDTH)
-        fig.update_layout(title=dict(text=wrapped, x=0.02, xanchor="left"),
-                          margin=dict(t=36 + 22 * (wrapped.count("<br>") + 1)))
+        top = 36 + 22 * (wrapped.count("<br>") + 1)
+        fig.update_layout(title=dict(text=wrapped, x=0.02, xanchor="left"), margin=dict(t=top))
+    square = (len(list(fig.select_xaxes())) == 1 == len(list(fig.select_yaxes()))
+              and fig.layout.yaxis.scaleanchor == "x")
+    if square:  # a square map is as wide as the column allows: no empty band above and below
+        fig.update_layout(height=top + PHONE_WIDTH - 40)
     fig.update_layout(legend=dict(orientation="h", font=dict(size=PHONE_FONT)))
     if fig.layout.legend.y is None:
         fig.update_layout(legend=dict(x=0.0, y=-0.2, yanchor="top"))
