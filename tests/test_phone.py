@@ -193,6 +193,14 @@ def test_home_and_a_lesson_step_fit_a_phone(server, browser, size):
     page.locator(PLOT).first.wait_for(timeout=30_000)
     assert_fits_a_phone(page, PLOT, [page.get_by_role("button", name="Next step")])
     shot(page, "phone_lesson.png")
+
+    page.goto(f"{server}/train?task=reverse")  # "Change it yourself on Train", on a phone
+    train = page.get_by_role("button", name="Train", exact=True)
+    train.wait_for(timeout=30_000)
+    seen = page.evaluate(LAYOUT, ["body", TEXT_PX])
+    assert seen["scroll"] <= seen["width"] and not seen["small"], seen
+    box = train.bounding_box()
+    assert box["width"] >= TOUCH_PX and box["height"] >= TOUCH_PX, box
     page.context.close()
 
 
