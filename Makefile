@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 PIP := $(PY) -m pip install --disable-pip-version-check --progress-bar off
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: run test bench docs fuzz loadtest browser wheel screenshots clean
+.PHONY: run test bench docs fuzz loadtest browser axe wheel screenshots clean
 
 $(APP_STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,7 +38,19 @@ browser:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	  || echo "could not install chromium: the browser tests will be skipped"; }
 
-test: $(STAMP) browser
+# axe-core, the accessibility checker the browser tests inject into each page: pinned in
+# tests/js/package-lock.json, installed once from the npm registry (Debian's npm if missing);
+# the tests themselves fetch nothing.
+AXE := tests/js/node_modules/axe-core/axe.min.js
+axe: $(AXE)
+$(AXE): tests/js/package.json tests/js/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { \
+	  echo "installing Debian's npm for the accessibility checker"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; }
+	cd tests/js && npm ci --no-audit --no-fund --loglevel=error
+	@touch $(AXE)
+
+test: $(STAMP) browser axe
 	$(PY) -m pytest
 
 bench: $(STAMP)
@@ -80,8 +92,8 @@ wheel: $(STAMP)
 
 # The README's screenshots, refreshed on purpose: the browser tests write them into
 # assets/screenshots instead of the ignored screenshots/ folder of every `make test`.
-screenshots: $(STAMP) browser
-	STACKLAB_SCREENSHOTS=assets/screenshots $(PY) -m pytest tests/test_browser.py -q
+screenshots: $(STAMP) browser axe
+	STACKLAB_SCREENSHOTS=assets/screenshots $(PY) -m pytest tests/test_browser.py tests/test_phone.py -q
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache tests/js/node_modules

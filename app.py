@@ -18,11 +18,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import session
+from ui import session, style
 
 ICON = str(Path(__file__).parent / "assets" / "icon.png")
 
 st.set_page_config(page_title="stacklab", page_icon=ICON, layout="wide")
+style.page_style()  # contrast, focus, and a phone's sizes (ui/style.py), on every page
 
 # Home is the first page; a link made when Build was (``/?stack=...``) opens Build (home.py).
 navigation = st.navigation([

@@ -799,23 +799,29 @@ def test_explore_draws_a_servers_model_and_says_why_an_upload_is_refused(server,
 # --- following the teacher (issue 30, item 4) ----------------------------------------------
 
 
+def present_lesson(teacher, server: str, lesson: str = "positions") -> str:
+    """The teacher's page presents step 1 of ``lesson`` to a class: the class's id, read
+    from the class link the page shows."""
+    import re
+
+    teacher.goto(f"{server}/learn?lesson={lesson}&step=1")
+    teacher.get_by_role("button", name="Present this lesson to a class").click()
+    link = teacher.locator("code").filter(has_text="class=").first
+    link.wait_for(timeout=30_000)
+    return re.search(r"/learn\?class=([0-9a-f]{8})$", link.inner_text().strip()).group(1)
+
+
 def test_three_students_follow_the_teachers_step_within_one_poll(server, browser):
     """A teacher presents a lesson; three students open its class link (the QR code's
     content) in their own browsers; the teacher moves through three steps and every
     student's page shows step 3 within the poll interval, plus a small margin."""
-    import re
-
     from views.learn_class import POLL_SECONDS
 
     margin = 1.5  # the rerun that draws the new step, on two shared cores
     contexts = [browser.new_context(viewport={"width": 1366, "height": 768}) for _ in range(4)]
     teacher, *students = (context.new_page() for context in contexts)
     try:
-        teacher.goto(f"{server}/learn?lesson=positions&step=1")
-        teacher.get_by_role("button", name="Present this lesson to a class").click()
-        link = teacher.locator("code").filter(has_text="class=").first
-        link.wait_for(timeout=30_000)
-        class_id = re.search(r"/learn\?class=([0-9a-f]{8})$", link.inner_text().strip()).group(1)
+        class_id = present_lesson(teacher, server)
         teacher.locator("img").first.wait_for(timeout=30_000)  # the QR code, drawn after the link
         assert "view=present" in teacher.url
         for page in students:

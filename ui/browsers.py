@@ -3,6 +3,7 @@ runs of a closed or reloaded tab are detached soon, not after the session TTL.""
 
 from __future__ import annotations
 
+import streamlit as st
 from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
@@ -28,3 +29,15 @@ def connected(owner: str) -> bool:
     if not alive and len(_BROWSER_SESSIONS) > 10_000:
         _BROWSER_SESSIONS.pop(owner, None)  # bounded: a gone session's entry can go
     return alive
+
+
+def on_phone() -> bool:
+    """Whether this session's browser is a phone's: its User-Agent has "Mobi", the token that
+    phones' browsers send (tablets' do not). Figures are then laid out for a narrow column
+    (`stacklab.figures.phone_figure`); the page's own layout follows the screen's width in
+    CSS (ui/style.py), whatever the browser."""
+    try:
+        agent = st.context.headers.get("User-Agent") or ""
+    except Exception:  # noqa: BLE001 - no request behind this run (AppTest, a bare script)
+        return False
+    return "Mobi" in agent

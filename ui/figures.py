@@ -1,5 +1,6 @@
 """Figures on a page: a run's figures led by its pattern figure and grouped in tabs, a
-list of figures one under another, and a chart fitted to its column."""
+list of figures one under another, and a chart fitted to its column (a phone's narrow one
+on a phone), named for screen readers by a text alternative that carries its numbers."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from stacklab import figures
-from ui import glossary
+from ui import browsers, glossary
 from ui.markdown import plain
 
 ASSETS = Path(__file__).parent.parent / "assets"  # the app's own pictures
@@ -19,9 +20,26 @@ def asset(name: str) -> str:
     return str(ASSETS / name)
 
 
-def chart(container, figure, key: str, columns: int = 1) -> None:
-    """``figure`` as an interactive chart, its title fitted to one of ``columns`` columns."""
-    container.plotly_chart(figures.fit_title(figure, figures.column_width(columns)), key=key)
+def fitted(figure, columns: int = 1):
+    """``figure`` fitted to one of ``columns`` columns of the page: its title wrapped to
+    the column (in place), or on a phone a copy laid out for the phone's one column."""
+    if browsers.on_phone():
+        return figures.phone_figure(figure)
+    return figures.fit_title(figure, figures.column_width(columns))
+
+
+def chart(container, figure, key: str, columns: int = 1, score: str | None = None) -> None:
+    """``figure`` as an interactive chart fitted to one of ``columns`` columns (`fitted`),
+    with its text alternative (its title, ``score`` and its numbers) as its accessible name."""
+    container.plotly_chart(fitted(figure, columns), key=key,
+                           alt=figures.describe(figure, score))
+
+
+def plotly(container, figure, key: str, score: str | None = None) -> None:
+    """``figure`` as it is (a shared figure is not fitted again on every poll), or a
+    phone's copy on a phone, with its text alternative as its accessible name."""
+    shown = figures.phone_figure(figure) if browsers.on_phone() else figure
+    container.plotly_chart(shown, key=key, alt=figures.describe(figure, score))
 
 
 def show_figure(container, drawn_figure, key: str, columns: int = 1) -> None:
@@ -32,7 +50,7 @@ def show_figure(container, drawn_figure, key: str, columns: int = 1) -> None:
         container.markdown(f"**{plain(drawn_figure.score, 300)}**")
     container.markdown(plain(drawn_figure.caption, 1000))
     glossary.show_terms(container, drawn_figure.key, drawn_figure.caption)
-    chart(container, drawn_figure.figure, key, columns)
+    chart(container, drawn_figure.figure, key, columns, drawn_figure.score)
 
 
 def show_lead(drawn_figure, key: str) -> None:
@@ -40,7 +58,7 @@ def show_lead(drawn_figure, key: str) -> None:
     caption, so that the chart starts high on the first screen."""
     st.subheader(plain(drawn_figure.title, 200))
     picture, words = st.columns([3, 2], gap="medium")
-    chart(picture, drawn_figure.figure, key, columns=2)
+    chart(picture, drawn_figure.figure, key, columns=2, score=drawn_figure.score)
     if drawn_figure.score:
         words.markdown("#### " + plain(drawn_figure.score, 300))
     words.markdown(plain(drawn_figure.caption, 1000))

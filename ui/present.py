@@ -14,6 +14,7 @@ from typing import Sequence
 
 import streamlit as st
 
+from stacklab import figures
 from ui import session, urls
 from ui.lab import present_figure
 from ui.markdown import plain
@@ -70,11 +71,14 @@ def slide_bar(names: Sequence[str]) -> int:
     return index
 
 
-def figure_at_full_width(container, figure, key: str, columns: int = 1) -> None:
+def figure_at_full_width(container, figure, key: str, columns: int = 1,
+                         score: str | None = None) -> None:
     """``figure`` made for a projector (`present_figure`: text 20 px or more, the title on
-    at most two lines) in ``container``, at the width of its column."""
+    at most two lines) in ``container``, at the width of its column, with its text
+    alternative (`stacklab.figures.describe`, with ``score``) as its accessible name."""
     container.plotly_chart(present_figure(figure, columns=columns), key=key,
-                           width="stretch" if columns > 1 else "content")
+                           width="stretch" if columns > 1 else "content",
+                           alt=figures.describe(figure, score))
 
 
 # The class's votes on the projector: each choice a thick bar with its count, in type that

@@ -114,7 +114,7 @@ def present_runs() -> None:
                 column.markdown(f"## {plain(version.score, 200)}")
             present.figure_at_full_width(column, version.figure,
                                          f"present_{item.key}_{column_key(run_label)}",
-                                         columns=max(len(entries), 2))
+                                         columns=max(len(entries), 2), score=version.score)
 
 
 def column_key(run_label: str) -> str:
@@ -154,4 +154,5 @@ for row in rows_of_figures:
             continue
         if version.score:
             column.markdown(plain(version.score, 300))
-        figures.chart(column, version.figure, f"compare_{row.key}_{index}", len(entries))
+        figures.chart(column, version.figure, f"compare_{row.key}_{index}", len(entries),
+                      version.score)

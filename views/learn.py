@@ -188,7 +188,8 @@ def show_outcome(step, job, predicted: str | None, guess: str) -> None:
     if drawn is not None:  # the chart first, beside the outcome; its caption under it
         picture.markdown(f"**{plain(drawn.title, 200)}**"
                          + (f" — {plain(drawn.score, 300)}" if drawn.score else ""))
-        figures.chart(picture, drawn.figure, f"learn_figure_{job.id}_{step.figure}", columns=2)
+        figures.chart(picture, drawn.figure, f"learn_figure_{job.id}_{step.figure}", columns=2,
+                      score=drawn.score)
         picture.markdown(plain(drawn.caption, 1000))
         glossary.show_terms(picture, drawn.key, drawn.caption)
 

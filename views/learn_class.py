@@ -158,7 +158,8 @@ def class_panel(container) -> None:
     with container:
         st.markdown("**The class follows this page**")
         qr = state.cached("qr", link, lambda: qr_png(link, scale=8))
-        st.image(qr, width="stretch", caption="Scan to follow: Previous and Next move everyone")
+        st.image(qr, width="stretch", caption="Scan to follow: Previous and Next move everyone",
+                 alt=f"QR code of the class link {link}")
         st.code(link, language=None, wrap_lines=True)
         address = reachable_address()
         if address.warning:

@@ -60,7 +60,8 @@ def share_dialog(job) -> None:
         return
     qr = _qr(link)
     if qr is not None:
-        qr_col.image(qr, width="stretch", caption="Scan with a phone's camera to open the link")
+        qr_col.image(qr, width="stretch", caption="Scan with a phone's camera to open the link",
+                     alt=f"QR code of the class link {link}")
     else:  # the link still works; only its picture cannot be made
         qr_col.info(f"This link is {len(link):,} characters long, more than a QR code holds, "
                     "so share it as text: copy it from the box beside. A shorter stack (its "
@@ -147,7 +148,7 @@ def show_slide(figure, title: str, score: str | None, caption: str, note: str = 
     present.hide_chrome()
     with st.container(key="present"):
         figure_col, words_col = st.columns([11, 7], gap="medium")
-        present.figure_at_full_width(figure_col, figure, key)
+        present.figure_at_full_width(figure_col, figure, key, score=score)
         if score:
             words_col.markdown(f"## {plain(score, 300)}")
         words_col.markdown(f"**{plain(title, 200)}**{note}")

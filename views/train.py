@@ -3,7 +3,8 @@
 import streamlit as st
 
 from stacklab import TASKS, StackError, Status, figures
-from ui import controls, scripts, session, urls
+from ui import browsers, controls, scripts, session, urls
+from ui import figures as charts
 from ui.lab import SETTINGS, annotate, available_devices, length_rows
 from ui.markdown import plain, show_error
 from views import share_panel
@@ -42,17 +43,19 @@ def pattern_figure(container, current, now) -> None:
     """The run's pattern figure. A student on the teacher's link sees it as a still picture
     first: an image is on screen as the page arrives, where a fresh browser takes seconds
     to load and start the chart library; the interactive chart is one switch away."""
-    width = figures.column_width(2)
+    phone = browsers.on_phone()  # a phone's copy, laid out for its one column
+    width = figures.PHONE_WIDTH if phone else figures.column_width(2)
+    shown = figures.phone_figure(now.pattern.figure) if phone else now.pattern.figure
     spot = container.container(key=f"train_pattern_{now.id}")
-    still = (figures.figure_svg(now.pattern.figure, width=width, font=15)
+    still = (figures.figure_svg(shown, width=width, font=15)
              if session.student_view(current) else None)  # kept with the shared figure
     if still is not None and not state.get("pattern_hover"):  # markdown, whose code the page has loaded already (st.image's not)
         score = f" — {now.pattern.score}" if now.pattern.score else ""
         spot.markdown(figures.svg_img(still, f"{now.pattern.title}{score} (heatmap)"),
                       unsafe_allow_html=True)
     else:
-        spot.plotly_chart(figures.fit_title(now.pattern.figure, width),
-                          key=f"train_pattern_chart_{now.id}")
+        charts.plotly(spot, now.pattern.figure if phone else figures.fit_title(
+            now.pattern.figure, width), f"train_pattern_chart_{now.id}", now.pattern.score)
     if still is not None:
         container.toggle("Values on hover", key=state.key("pattern_hover"),
                          help="The interactive chart: each cell's value under the pointer")
@@ -88,7 +91,7 @@ def status_panel():
     st.progress(now.progress, text=f"{now.step} / {now.steps} steps")
     if now.history:
         left, right = st.columns(2)
-        left.plotly_chart(current.curves(now), key=f"train_curves_{now.id}")  # shared
+        charts.plotly(left, current.curves(now), f"train_curves_{now.id}")  # shared
         if now.pattern is not None and not session.presenting():  # else it is at the top
             pattern_figure(right, current, now)
             score = f" — {plain(now.pattern.score, 300)}" if now.pattern.score else ""

@@ -7,7 +7,8 @@ marked wherever it matters: rows ``>= T`` of a table never take part in training
 
 The package: `style` (what all figures share), `heatmaps` (position against position),
 `rows` (a mark per row), `curves` (along steps or positions), `picture` (a still SVG of a
-heatmap figure, for a page that must show it before plotly loads), `catalog`, the figures of
+heatmap figure, for a page that must show it before plotly loads), `access` (colours that
+colour-blind readers tell apart, text alternatives, a phone's copy of a figure), `catalog`, the figures of
 a run declared as data (`FIGURES`, each named by its key, with `captions` for the longer
 words and `context` for what they are given; `COMPARED_FIGURES`, those of several runs
 at once), and `drawing`, which loops over them (`run_figures`, `figures_of_table`) and
@@ -23,6 +24,7 @@ so a 2048-row heatmap is well under 2 MB.
 True
 """
 
+from .access import LINE_COLOURS, OKABE_ITO, PHONE_WIDTH, describe, phone_figure
 from .catalog import (COMPARED_FIGURES, FIGURES, GROUPS, ComparedRun, FigureContext, FigureSpec, OnTable,
                       RunFigure, TableContext, figure_spec)
 from .drawing import (Arranged, absent_from_json, absent_reasons, arrange, compared_figures, figure_entry,
@@ -50,4 +52,5 @@ __all__ = ["similarity_heatmap", "query_key_heatmap", "positional_attention_heat
            "MAX_FRAMES", "MAX_TABLE_ROWS", "COMPARED_FIGURES", "ComparedRun", "compared_figures",
            "absent_reasons", "absent_from_json", "lengths_compared_plot", "fit_title",
            "wrap_title", "column_width", "SharedFigure", "shared", "figure_svg",
-           "svg_img", "GROUPS", "Arranged", "arrange"]
+           "svg_img", "GROUPS", "Arranged", "arrange", "describe", "phone_figure",
+           "LINE_COLOURS", "OKABE_ITO", "PHONE_WIDTH"]

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .. import measure as analysis
+from .access import LINE_COLOURS as PALETTE
 from .style import (HEIGHT, TRAINED_COLOR, UNTRAINED_COLOR, SharedFigure, as_float32,
                     mark_trained_len)
 
@@ -52,14 +53,12 @@ def length_generalization_plot(found: dict[str, dict], trained_len: int) -> go.F
     """Held-out accuracy at each position, one line per evaluated length (`Run.length_generalization`),
     the trained length marked; lengths the stack could not take are named in the title."""
     fig = go.Figure()
-    palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-               "#17becf"]
     measured = [(int(length), entry) for length, entry in found.items() if "per_position" in entry]
     for index, (length, entry) in enumerate(sorted(measured)):
         fig.add_trace(go.Scatter(
             x=np.arange(length, dtype=np.int32), y=as_float32(entry["per_position"]),
             mode="lines", name=_length_words(length, entry, trained_len),
-            line=dict(color=palette[index % len(palette)], width=3 if length == trained_len else 1.5),
+            line=dict(color=PALETTE[index % len(PALETTE)], width=3 if length == trained_len else 1.5),
             hovertemplate=f"length {length}<br>position %{{x}}<br>accuracy %{{y:.1%}}<extra></extra>"))
     refused = [length for length, entry in found.items() if "error" in entry]
     title = f"Accuracy per position at each length (trained on T = {trained_len})"
@@ -81,6 +80,7 @@ def offset_scores_plot(by_offset, name: str, position: str) -> go.Figure:
     T = (by_offset.shape[1] + 1) // 2
     offsets = np.arange(-(T - 1), T, dtype=np.int32)
     fig = go.Figure([go.Scatter(x=offsets, y=row, mode="lines", name=f"head {head}",
+                                line=dict(color=PALETTE[head % len(PALETTE)]),
                                 hovertemplate=f"head {head}<br>offset %{{x}}<br>score %{{y:.3f}}"
                                               "<extra></extra>")
                      for head, row in enumerate(by_offset)])
@@ -194,7 +194,6 @@ def training_curves(history: Sequence[dict], train_loss: Sequence[tuple[int, flo
     return fig
 
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 
 

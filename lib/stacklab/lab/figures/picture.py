@@ -190,7 +190,9 @@ class _Map:
             float(finite.max()) if finite.size else 1.0)
         self.scale = colour_scale(trace.get("colorscale"))
         self.show_scale = trace.get("showscale", True) is not False
-        self.bar_title = plain(((trace.get("colorbar") or {}).get("title") or {}).get("text", ""))
+        bar_title = (trace.get("colorbar") or {}).get("title") or {}
+        self.bar_title = plain(bar_title.get("text", ""))
+        self.bar_title_beside = bar_title.get("side") == "right"  # turned, beside the ticks
         self.text_format = trace.get("texttemplate")
         self.reversed = self.y_axis.get("autorange") == "reversed"
         self.x_title = plain((self.x_axis.get("title") or {}).get("text", ""))
@@ -202,8 +204,10 @@ class _Map:
         return max((len(label) for label in self._ticks(self.y, 10**6)[1]), default=1)
 
     def bar_chars(self) -> int:
-        return max([len(label) for label in nice_ticks(self.zmin, self.zmax)[1]]
-                   + [len(self.bar_title) * 0.8], default=1)
+        ticks = max((len(label) for label in nice_ticks(self.zmin, self.zmax)[1]), default=1)
+        if self.bar_title_beside:
+            return ticks + 2.5 * bool(self.bar_title)  # a turned line of text: one line's room
+        return max(ticks, len(self.bar_title) * 0.8)
 
     def place(self, area, font: int) -> None:
         """Its cells inside its axes' domains of the plotting ``area``: square ones when the
@@ -339,7 +343,7 @@ class _Map:
         top = min(m.edges[1] for m in maps)
         bottom = max(m.edges[3] for m in maps)
         x = max(m.edges[2] for m in maps) + 14
-        if self.bar_title:
+        if self.bar_title and not self.bar_title_beside:
             top += font * 1.5
         stops = "".join(f'<stop offset="{1 - position:.4f}" stop-color={quoteattr(colour)}/>'
                         for position, colour in reversed(self.scale))
@@ -347,9 +351,15 @@ class _Map:
                  f'</linearGradient></defs>',
                  f'<rect x="{x:.1f}" y="{top:.1f}" width="16" height="{bottom - top:.1f}" '
                  f'fill="url(#bar)"/>']
-        if self.bar_title:
-            parts.append(_text(x, top - font * 0.6, self.bar_title, font, TEXT))
         values, labels = nice_ticks(self.zmin, self.zmax)
+        if self.bar_title and self.bar_title_beside:
+            beside = x + 23 + max(map(len, labels), default=1) * _CHAR * font + font
+            parts.append(f'<text x="{beside:.1f}" y="{(top + bottom) / 2:.1f}" '
+                         f'font-size="{font:.1f}" fill="{TEXT}" text-anchor="middle" '
+                         f'transform="rotate(90 {beside:.1f} {(top + bottom) / 2:.1f})">'
+                         f'{escape(self.bar_title)}</text>')
+        elif self.bar_title:
+            parts.append(_text(x, top - font * 0.6, self.bar_title, font, TEXT))
         span = (self.zmax - self.zmin) or 1.0
         for value, label in zip(values, labels):
             y = bottom - (value - self.zmin) / span * (bottom - top)

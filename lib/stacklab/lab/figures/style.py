@@ -17,8 +17,9 @@ MAX_FRAMES = 40  # snapshots shown by the training animation
 MAX_TABLE_ROWS = 4096  # rows of a table the run figures look at (its first ones)
 HEIGHT = 520  # px; also the height of the div in an HTML report
 
-TRAINED_COLOR = "#1f77b4"
-UNTRAINED_COLOR = "#d62728"
+# Okabe and Ito's blue and vermillion (figures/access.py): apart for colour-blind readers too
+TRAINED_COLOR = "#0072B2"
+UNTRAINED_COLOR = "#D55E00"
 T_LINE = dict(color="black", width=1.5, dash="dash")
 KIND_TEXT = {"cosine": "cosine similarity", "centred": "centred cosine similarity",
              "dot": "dot product"}
