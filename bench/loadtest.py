@@ -82,6 +82,7 @@ PATTERN = "Attention by position alone"  # the caption of `reverse`'s pattern fi
 PATTERN_KEY = "train_pattern_"  # the Train page's key of the pattern chart
 FINISHED = re.compile(r"Status: \**finished")
 ENDED = re.compile(r"Status: \**(stopped|diverged|failed)")
+LOAD_NOTE = re.compile(r"updates every ([\d.]+) s")  # the page's backpressure (ui/polls.py)
 TEACHER = {"task": "reverse", "seq_len": "16", "steps": "400", "device": "cpu"}
 
 
@@ -183,16 +184,19 @@ class AgentError(Exception):
     pass
 
 
-def interact(base: str, body: dict, timeout: float = 120.0) -> dict:
-    """One agent API request; a run that outlasts the server's wait is collected."""
+def interact(base: str, body: dict, timeout: float = 120.0, sizes: list | None = None) -> dict:
+    """One agent API request; a run that outlasts the server's wait is collected. The
+    response's bytes (uncompressed: the load test asks for no gzip) go into ``sizes``."""
     data = json.dumps(body).encode()
     while True:
         request = urllib.request.Request(f"{base}/_stcore/agent/interact", data=data,
                                          headers={"Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
-                answer = json.loads(response.read())
-                status = response.status
+                raw = response.read()
+                answer, status = json.loads(raw), response.status
+            if sizes is not None:
+                sizes.append(len(raw))
         except urllib.error.HTTPError as err:
             raise AgentError(f"{err.code}: {err.read()[:300]!r}") from None
         if status == 202 and answer.get("session_id"):  # wait_timed_out: still running
@@ -237,7 +241,10 @@ def can_press(snapshot: dict, key: str) -> bool:
 
 def poll_seconds(text: str) -> float:
     """The Train page's poll interval for what it shows (see `poll_seconds` in
-    views/train.py): seldom while queued, less often for a run many sessions watch."""
+    views/train.py): seldom while queued, less often for a run many sessions watch, and
+    as the page says when the server widened it ("updates every N s": its backpressure)."""
+    if widened := LOAD_NOTE.search(text):
+        return float(widened[1])
     if queued := re.search(r"Status: \*\*queued\*\* — position (\d+)", text):
         return 2.0 if int(queued[1]) <= WORKERS else 4.0
     shared = re.search(r"shared with (\d+) other session", text)
@@ -255,6 +262,7 @@ class AgentStudent(threading.Thread):
         self.status = "waiting"
         self.requests = 0
         self.latencies: list[float] = []  # seconds each agent request took
+        self.sizes: list[int] = []  # bytes of each agent response
         self.session: str | None = None
         self.snapshot: dict = {}
 
@@ -262,7 +270,7 @@ class AgentStudent(threading.Thread):
         if self.session:
             body["session_id"] = self.session
         asked = time.monotonic()
-        self.snapshot = interact(self.base, body)
+        self.snapshot = interact(self.base, body, sizes=self.sizes)
         self.latencies.append(time.monotonic() - asked)
         self.session = self.snapshot.get("session_id", self.session)
         self.requests += 1

@@ -1,11 +1,20 @@
 """Figures on a page: a run's figures led by its pattern figure and grouped in tabs, a
-list of figures one under another, and a chart fitted to its column."""
+list of figures one under another, a chart fitted to its column, and a chart prepared once
+for many sessions (`prepared_chart`)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+from streamlit.elements.lib import agent_spec
+from streamlit.elements.lib.form_utils import current_form_id
+from streamlit.elements.lib.layout_utils import LayoutConfig
+from streamlit.elements.lib.utils import compute_and_register_element_id
+from streamlit.elements.plotly_chart import _plotly_data
+from streamlit.proto.PlotlyChart_pb2 import PlotlyChart as PlotlyChartProto
 
 from stacklab import figures
 from ui import glossary
@@ -22,6 +31,43 @@ def asset(name: str) -> str:
 def chart(container, figure, key: str, columns: int = 1) -> None:
     """``figure`` as an interactive chart, its title fitted to one of ``columns`` columns."""
     container.plotly_chart(figures.fit_title(figure, figures.column_width(columns)), key=key)
+
+
+def prepared_chart(container, prepared, key: str) -> None:
+    """A chart of ``prepared`` (a `PreparedFigure`: plotly JSON made once for every session
+    following a run) as ``st.plotly_chart`` would show that figure, element for element
+    (tests/test_app.py compares the two), without its per-session work: plotly's
+    ``to_dict`` and ``to_json`` of the figure, and the agent API's reading of that JSON.
+
+    ``st.plotly_chart`` takes only a figure or a dict, and serialises it on every call, so
+    this builds its element from the JSON directly (`streamlit.elements.plotly_chart`)."""
+    container = container if isinstance(container, DeltaGenerator) else st._main  # st itself
+    proto = PlotlyChartProto()
+    proto.theme = "streamlit"
+    proto.form_id = current_form_id(container)
+    proto.spec, proto.config = prepared.spec, "{}"
+    proto.id = compute_and_register_element_id(
+        "plotly_chart", user_key=key, key_as_main_identity=False, dg=container,
+        plotly_spec=proto.spec, plotly_config=proto.config, selection_mode=("points", "box", "lasso"),
+        is_selection_activated=False, theme="streamlit", width="stretch", height="content",
+        alt=None)
+    described = _described(prepared.spec, key) if agent_spec.is_recording() else None
+    container._enqueue("plotly_chart", proto, agent_props=described,
+                       layout_config=LayoutConfig(width="stretch", height=prepared.height or 450))
+
+
+@functools.lru_cache(maxsize=16)
+def _described(spec: str, key: str) -> str | None:
+    """What the agent API says of a chart of ``spec``: made once per figure, not per
+    session (its figure's values, decoded from the JSON)."""
+    return agent_spec.element("plotly_chart", key=key, data_builder=lambda: _plotly_data(spec))
+
+
+@functools.lru_cache(maxsize=16)
+def still_html(svg: str, alt: str) -> str:
+    """The ``<img>`` of a still picture (`stacklab.figures.svg_img`), made once per picture
+    for every session that shows it."""
+    return figures.svg_img(svg, alt)
 
 
 def show_figure(container, drawn_figure, key: str, columns: int = 1) -> None:

@@ -1,0 +1,85 @@
+"""How often a page that follows something live polls the server: a run that trains (Train)
+or a presented lesson (Learn's class). Each poll is a script run on the server, so a
+lecture hall's pages ask for the server's CPU all together; past what the server can give,
+every page would wait for every other, and the pages would freeze. `PollLoad` is the
+backpressure: it counts the sessions that polled lately and what a poll cost them, and
+widens every page's interval so that their polls together take at most `POLL_SHARE` of one
+core. A page says so ("many students are connected; updates every N s").
+
+The policy is a pure function, `poll_interval`, so that it is tested without a server;
+`PollLoad` feeds it what the server measured.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+POLL_SHARE = 0.5  # of one core: the most that the polls of every following page take together
+POLL_FLOOR_SECONDS = 0.004  # Streamlit's own rerun of a page and its transport, per poll
+WINDOW_SECONDS = 10.0  # a session that polled within this long is following
+STEPS = (1, 2, 3, 5, 8, 10, 15, 20, 30)  # s: widened intervals, few and round (a page says it)
+
+
+def poll_interval(base: float, followers: int, poll_seconds: float,
+                  share: float = POLL_SHARE) -> float:
+    """The interval of a page that would poll every ``base`` s on its own, when
+    ``followers`` sessions poll and each poll costs the server ``poll_seconds`` of CPU: the
+    base while their polls fit in ``share`` of a core, else the first of `STEPS` at which
+    they do (the last step at most).
+
+    >>> poll_interval(1.0, 30, 0.005)
+    1.0
+    >>> poll_interval(1.0, 300, 0.005)
+    3
+    """
+    needed = followers * poll_seconds / share
+    if needed <= base:
+        return base
+    return next((step for step in STEPS if step >= needed), STEPS[-1])
+
+
+class PollLoad:
+    """The server's following sessions and the CPU their polls cost, measured as they poll
+    (one per server process, shared by every session's page)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 floor_seconds: float = POLL_FLOOR_SECONDS):
+        self._clock, self._floor = clock, floor_seconds
+        self._lock = threading.Lock()
+        self._seen: dict[str, float] = {}  # session -> when it last polled
+        self._cost = 0.0  # the script's CPU per poll, a moving mean
+        self._pruned = 0.0
+
+    def polled(self, session: str, cpu_seconds: float) -> None:
+        """``session`` polled, and its script spent ``cpu_seconds`` of CPU on it."""
+        now = self._clock()
+        with self._lock:
+            self._seen[session] = now
+            self._cost = cpu_seconds if self._cost == 0.0 else 0.9 * self._cost + 0.1 * cpu_seconds
+            if now - self._pruned > 1.0:  # at most once a second: a hall of 500 polls often
+                self._pruned = now
+                self._seen = {s: t for s, t in self._seen.items() if now - t <= WINDOW_SECONDS}
+
+    def followers(self) -> int:
+        """Sessions that polled within `WINDOW_SECONDS`."""
+        now = self._clock()
+        with self._lock:
+            return sum(1 for t in self._seen.values() if now - t <= WINDOW_SECONDS)
+
+    def poll_seconds(self) -> float:
+        """What one poll costs the server: the script's measured CPU and Streamlit's own."""
+        return self._floor + self._cost
+
+    def interval(self, base: float) -> float:
+        """The interval a page that would poll every ``base`` s polls at now (`poll_interval`)."""
+        return poll_interval(base, self.followers(), self.poll_seconds())
+
+
+def load_note(base: float, interval: float, followers: int) -> str | None:
+    """What a page says when its interval was widened, else None."""
+    if interval <= base:
+        return None
+    return (f"Many students are connected ({followers} following now), so this page "
+            f"updates every {interval:g} s.")
