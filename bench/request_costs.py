@@ -5,8 +5,8 @@ processes that train) per request, and the bytes of its response, for
 - ``floor``: Streamlit's own rerun of a page that shows one line (a tiny app of its own,
   on a server of its own, asked the same way): no app can poll for less;
 - ``shared_running_poll``: a poll of a run that a class shares while it trains
-  (`SHARING` sessions on the teacher's link, asking in turn, as a hall does: each new
-  evaluation's curves and pattern figure are prepared once for all of them);
+  (`SHARING` students on the teacher's ``run=KEY`` link, asking in turn, as a hall does:
+  each new evaluation's curves and pattern figure are prepared once for all of them);
 - ``queued_poll``: a poll of a queued run;
 - ``run_link_open`` and ``run_link_poll``: a new session opening the teacher's
   ``run=KEY`` link of a finished run, and that session asking again;
@@ -71,7 +71,9 @@ def polls(server, students: list, n: int) -> tuple[list[float], list[int]]:
 
 
 class FloorServer:
-    """Streamlit serving `FLOOR_APP` alone, agent API on: the floor of any poll."""
+    """Streamlit serving `FLOOR_APP` alone, agent API on, with the app's own server
+    settings (``.streamlit/config.toml``: no collection after each script run, no file
+    watcher): the floor of any poll."""
 
     def __init__(self):
         self.folder = Path(tempfile.mkdtemp(prefix="stacklab-floor-"))
@@ -82,7 +84,7 @@ class FloorServer:
             [sys.executable, "-m", "streamlit", "run", str(self.folder / "app.py"),
              "--server.port", str(port), "--server.headless", "true",
              "--server.enableAgentApi", "true", "--browser.gatherUsageStats", "false"],
-            cwd=self.folder, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+            cwd=loadtest.ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -104,7 +106,8 @@ def floor() -> tuple[list[float], list[int]]:
     server = FloorServer()
     try:
         student = loadtest.AgentStudent(server.base, {}, 0.0)
-        for _ in range(3):
+        time.sleep(3.0)  # the server's own start-up work, let finish
+        for _ in range(10):
             student.ask()  # warm
         return polls(server, [student], REQUESTS)
     finally:
@@ -112,12 +115,15 @@ def floor() -> tuple[list[float], list[int]]:
 
 
 def shared_running(server) -> dict:
+    """A teacher trains a long run; `SHARING` students open its ``run=KEY`` link (the
+    class link) and ask in turn: the page's whole rerun (the agent's poll)."""
     long = loadtest.link_query(steps="20000", target_accuracy="")
-    sharing = [opened(server, long) for _ in range(SHARING)]
-    for student in sharing:
-        student.ask(trigger={"key": "train_train"})
-    while "Status: **running**" not in loadtest.texts(sharing[-1].ask()):
+    teacher = opened(server, long)
+    teacher.ask(trigger={"key": "train_train"})
+    while "Status: **running**" not in loadtest.texts(teacher.ask()):
         time.sleep(0.3)
+    query = {**long, "run": teacher.snapshot["query_params"]["run"][0]}
+    sharing = [opened(server, query) for _ in range(SHARING)]
     time.sleep(2.0)  # a few evaluations in
     result = {"shared_running_poll": polls(server, sharing, REQUESTS)}
     assert "shared with" in loadtest.texts(sharing[-1].snapshot)
@@ -125,7 +131,7 @@ def shared_running(server) -> dict:
     waiting.ask(trigger={"key": "train_train"})
     result["queued_poll"] = polls(server, [waiting], REQUESTS)
     assert "Status: **queued**" in loadtest.texts(waiting.snapshot)
-    for student in (*sharing, waiting):
+    for student in (teacher, waiting):
         student.ask(trigger={"key": "train_stop"})
     return result
 
