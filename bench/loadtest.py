@@ -406,10 +406,40 @@ def distribution(values: list[float]) -> dict:
             "p95": round(values[nearest_rank], 2), "max": round(values[-1], 2)}
 
 
-def warm(server: Server) -> None:
-    """A warm server, as a teacher's is: the pages' imports done, the pool started."""
+def descendants(pid: int) -> list[int]:
+    """The processes under ``pid`` (its children, theirs, ...): the pool's fork server and
+    worker processes under a server."""
+    found, stack = [], [pid]
+    while stack:
+        for task in Path(f"/proc/{stack.pop()}/task").glob("*"):
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found += children
+            stack += children
+    return found
+
+
+def warm(server: Server, timeout: float = 90.0) -> None:
+    """A warm server, as a teacher's is: the pages' imports done, the pool started, and its
+    fork server ready (it imports torch and trains two steps once: seconds on a busy
+    machine, which a class arriving meanwhile would wait through): until the server and
+    everything under it have been idle for a second."""
     interact(server.base, {"page": "train", "query_params": {"task": ["position"]}})
-    time.sleep(3)  # the pool's fork server warms up in the background
+    time.sleep(1.0)
+    deadline = time.monotonic() + timeout
+
+    def busy() -> float:
+        return server.cpu() + sum(cpu_seconds(pid) for pid in descendants(server.process.pid))
+
+    spent = busy()
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        now = busy()
+        if now - spent < 0.1:
+            return
+        spent = now
 
 
 def url_of(base: str, query: dict) -> str:

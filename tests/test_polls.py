@@ -28,6 +28,11 @@ def test_a_server_with_room_keeps_each_pages_own_interval(followers):
     assert poll_interval(0.5, followers, 0.002) == 0.5
 
 
+def test_a_few_pages_on_a_busy_server_are_no_hall():
+    assert poll_interval(0.5, 19, 0.2) == 0.5  # however dear: no "many students" for 19
+    assert poll_interval(0.5, 20, 0.2) > 0.5
+
+
 def test_the_interval_widens_with_the_load_and_keeps_the_polls_within_their_share():
     widened = [poll_interval(1.0, n, 0.005) for n in (100, 200, 300, 500, 1000, 5000)]
     assert widened == sorted(widened) and widened[0] == 1.0 and widened[-1] == STEPS[-1]
@@ -38,14 +43,27 @@ def test_the_interval_widens_with_the_load_and_keeps_the_polls_within_their_shar
 
 def test_the_load_counts_sessions_that_polled_lately_and_what_a_poll_cost():
     now = [0.0]
-    load = PollLoad(clock=lambda: now[0], floor_seconds=0.004)
+    load = PollLoad(clock=lambda: now[0], cpu_clock=lambda: 0.0, floor_seconds=0.004)
     for session in range(400):
         load.polled(f"s{session}", 0.006)
     assert load.followers() == 400 and load.poll_seconds() == pytest.approx(0.010)
-    assert load.interval(1.0) == 8  # 400 polls of 10 ms in half a core: every 8 s
+    assert load.interval(1.0) == 8  # 400 polls of 10 ms in 0.7 of a core: every 5.7 s, so 8
     now[0] = 30.0  # they left: nobody polled for the window
     load.polled("last", 0.006)
     assert load.followers() == 1 and load.interval(1.0) == 1.0
+
+
+def test_a_server_whose_cpu_goes_to_polls_widens_them_however_cheap_each_script_is():
+    """Polls that rerun whole pages (the agent API's), or a server busy with more than
+    polls: the process's CPU per poll counts, not only the script's."""
+    now, cpu = [0.0], [0.0]
+    load = PollLoad(clock=lambda: now[0], cpu_clock=lambda: cpu[0], floor_seconds=0.004)
+    for second in range(4):  # 100 sessions polling every second, 12 ms of server CPU each
+        now[0], cpu[0] = float(second), second * 100 * 0.012
+        for session in range(100):
+            load.polled(f"s{session}", 0.0005)
+    assert load.poll_seconds() == pytest.approx(0.012, rel=0.05)
+    assert load.interval(1.0) == 2  # 100 x 12 ms in 0.7 of a core: every 1.7 s, so 2
 
 
 def test_a_widened_interval_is_said_calmly_and_a_normal_one_not_at_all():
