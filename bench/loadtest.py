@@ -593,6 +593,7 @@ def split_crowd(servers: list[Server], query: dict, students: int,
     crowd = [AgentStudent(servers[i % len(servers)].base, query, i * spread)
              for i in range(students)]
     cpu, started = [server.cpu() for server in servers], time.monotonic()
+    before = set().union(*(server.trained_keys() for server in servers))  # a warm-up's
     for student in crowd:
         student.start()
     for student in crowd:
@@ -603,8 +604,9 @@ def split_crowd(servers: list[Server], query: dict, students: int,
             "statuses": {s: statuses.count(s) for s in sorted(set(statuses))},
             # a key both servers queued at once is trained by one actor (named by the key;
             # the other server follows it), so the cluster's trainings are its trained keys
-            "trainings": len(set().union(*(server.trained_keys() for server in servers))),
-            "stored_runs": servers[0].stored(),
+            "trainings": len(set().union(*(server.trained_keys() for server in servers))
+                             - before),
+            "stored_runs": servers[0].stored() - len(before),
             "wall_s": round(time.monotonic() - started, 1),
             "server_cpu_s": [round(server.cpu() - before, 1) for server, before in zip(servers, cpu)],
             "server_cpu_per_session_s": round(sum(server.cpu() - before for server, before
@@ -614,8 +616,10 @@ def split_crowd(servers: list[Server], query: dict, students: int,
 
 
 def ray_hall(students: int) -> dict:
-    """A local Ray head (this process) and two app servers on it sharing one run store;
-    ``students`` on the teacher's link split between them: one training for the cluster."""
+    """A local Ray head (this process) and two app servers on it sharing one run store,
+    warm (a first run trained: Ray's worker processes started and torch imported in
+    them); ``students`` on the teacher's link split between them: one training for the
+    cluster."""
     import ray
 
     from stacklab.serve.workers import ray_runs
@@ -628,6 +632,7 @@ def ray_hall(students: int) -> dict:
         servers = [Server(SESSIONS, env=env, runs=runs) for _ in range(2)]
         for server in servers:
             warm(server)
+        teacher_trains(servers[0])  # a warm cluster: a run's actor once started on Ray
         return split_crowd(servers, link_query(seed="5000"), students)
     finally:
         for server in servers:
