@@ -53,6 +53,31 @@ def test_the_load_counts_sessions_that_polled_lately_and_what_a_poll_cost():
     assert load.followers() == 1 and load.interval(1.0) == 1.0
 
 
+def test_a_widened_interval_holds_before_it_narrows_so_pages_do_not_flicker():
+    """A changed interval reruns every following page once: wider at once, narrower only
+    after the wider one has held for `HOLD_SECONDS`."""
+    now = [0.0]
+    load = PollLoad(clock=lambda: now[0], cpu_clock=lambda: 0.0, floor_seconds=0.004)
+
+    def hall(cost: float) -> None:
+        for session in range(400):
+            load.polled(f"s{session}", cost)
+
+    hall(0.006)
+    assert load.interval(1.0) == 8  # 400 x 10 ms
+    now[0] = 2.0
+    for _ in range(60):
+        hall(0.0)  # polls grow cheap: 400 x 4 ms would fit every 3 s
+    assert load.poll_seconds() == pytest.approx(0.004, abs=1e-4)
+    assert load.interval(1.0) == 8  # held
+    now[0] = 10.5
+    hall(0.0)
+    assert load.interval(1.0) == 3  # held long enough: narrower now
+    now[0] = 11.0
+    hall(0.05)
+    assert load.interval(1.0) > 3  # dearer polls: wider at once
+
+
 def test_a_server_whose_cpu_goes_to_polls_widens_them_however_cheap_each_script_is():
     """Polls that rerun whole pages (the agent API's), or a server busy with more than
     polls: the process's CPU per poll counts, not only the script's."""

@@ -28,7 +28,9 @@ POLL_SHARE = 0.7  # of one core: the most that the polls of every following page
 POLL_FLOOR_SECONDS = 0.004  # Streamlit's own rerun of a page and its transport, per poll
 WINDOW_SECONDS = 10.0  # a session that polled within this long is following
 CROWD = 20  # fewer following sessions are no crowd: their pages keep their own interval
-RATE_SECONDS = 3.0  # the server's CPU per poll is measured over this long
+RATE_SECONDS = 3.0
+HOLD_SECONDS = 10.0  # a widened interval narrows again only after this long (a changed
+# interval reruns every following page once, so it must not flicker)  # the server's CPU per poll is measured over this long
 STEPS = (1, 1.5, 2, 3, 5, 8, 10, 15, 20, 30)  # s: widened intervals, few and round (a page says it)
 
 
@@ -66,6 +68,7 @@ class PollLoad:
         self._polls = 0  # polls served so far
         self._mark = (clock(), cpu_clock(), 0)  # (time, process CPU, polls) at the last rate
         self._rate = 0.0  # the process's CPU per poll over the last `RATE_SECONDS`
+        self._held: dict[float, tuple[float, float]] = {}  # base -> (interval, since when)
 
     def polled(self, session: str, cpu_seconds: float) -> None:
         """``session`` polled, and its script spent ``cpu_seconds`` of CPU on it."""
@@ -95,8 +98,18 @@ class PollLoad:
         return max(self._floor + self._cost, self._rate)
 
     def interval(self, base: float) -> float:
-        """The interval a page that would poll every ``base`` s polls at now (`poll_interval`)."""
-        return poll_interval(base, self.followers(), self.poll_seconds())
+        """The interval a page that would poll every ``base`` s polls at now (`poll_interval`):
+        wider at once, narrower only once the wider one has held `HOLD_SECONDS`."""
+        wanted = poll_interval(base, self.followers(), self.poll_seconds())
+        now = self._clock()
+        with self._lock:
+            held, since = self._held.get(base, (base, now))
+            if wanted >= held or now - since >= HOLD_SECONDS:
+                if wanted != held:
+                    since = now
+                held = wanted
+            self._held[base] = (held, since)
+            return held
 
 
 def load_note(base: float, interval: float, followers: int) -> str | None:
