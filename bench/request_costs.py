@@ -1,12 +1,21 @@
 """What one request costs the server (the profile of a poll), on the real server
 with the agent API on: the server process's CPU (all its threads, not the worker
-processes that train) per request, for
+processes that train) per request, and the bytes of its response, for
 
-- a poll of a run that two sessions share while it trains (the page and its fragment,
-  with the training curves and the pattern figure; the drawing of each new evaluation's
-  figures shared by its watchers is in it, so a class of 100 pays less per poll);
-- a poll of a queued run;
-- a new session opening the teacher's ``run=KEY`` link of a finished run.
+- ``floor``: Streamlit's own rerun of a page that shows one line (a tiny app of its own,
+  on a server of its own, asked the same way): no app can poll for less;
+- ``shared_running_poll``: a poll of a run that a class shares while it trains
+  (`SHARING` students on the teacher's ``run=KEY`` link, asking in turn, as a hall does:
+  each new evaluation's curves and pattern figure are prepared once for all of them);
+- ``queued_poll``: a poll of a queued run;
+- ``run_link_open`` and ``run_link_poll``: a new session opening the teacher's
+  ``run=KEY`` link of a finished run, and that session asking again;
+- ``lesson_step_poll``: a student following a presented lesson (``/learn?class=ID``)
+  asking while the teacher stays on a step.
+
+Each poll here is the agent API's: a rerun of the whole page (a browser's poll reruns only
+the page's fragment, which costs less). The targets (issue 38): a shared running poll at
+most 5 ms and a finished ``run=`` poll at most 2 ms, printed beside the floor.
 
     python bench/request_costs.py      # also run by `make loadtest`; writes bench/request_costs.json
 
@@ -17,9 +26,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 os.environ.setdefault("STACKLAB_WORKERS", "1")  # one run trains, the next one queues
@@ -28,63 +41,148 @@ sys.path.insert(0, str(Path(__file__).parent))
 import loadtest  # noqa: E402
 
 REQUESTS = 40  # of each kind
+SHARING = 10  # sessions on the shared running run, asking in turn
 PAUSE = 0.15  # s between requests: one session at a time, as a poller
+TARGETS_MS = {"shared_running_poll": 5.0, "run_link_poll": 2.0}
+FLOOR_APP = 'import streamlit as st\n\nst.write("One line.")\n'
 
 
-def cpu_ms(server: loadtest.Server, ask) -> float:
+def cpu_ms(server, ask) -> float:
     before = server.cpu()
     ask()
     return (server.cpu() - before) * 1e3
 
 
-def opened(server: loadtest.Server, query: dict) -> loadtest.AgentStudent:
+def opened(server, query: dict, page: str = "train") -> loadtest.AgentStudent:
     student = loadtest.AgentStudent(server.base, query, 0.0)
-    student.ask(page="train", query_params={k: [v] for k, v in query.items()})
+    student.ask(page=page, query_params={k: [v] for k, v in query.items()})
     return student
 
 
-def polls(server: loadtest.Server, student: loadtest.AgentStudent, n: int) -> list[float]:
-    samples = []
-    for _ in range(n):
+def polls(server, students: list, n: int) -> tuple[list[float], list[int]]:
+    """``n`` polls, the students asking in turn: CPU ms and response bytes of each."""
+    samples, sizes = [], []
+    for index in range(n):
+        student = students[index % len(students)]
         samples.append(cpu_ms(server, student.ask))
+        sizes.append(student.sizes[-1])
         time.sleep(PAUSE)
-    return samples
+    return samples, sizes
+
+
+class FloorServer:
+    """Streamlit serving `FLOOR_APP` alone, agent API on, with the app's own server
+    settings (``.streamlit/config.toml``: no collection after each script run, no file
+    watcher): the floor of any poll."""
+
+    def __init__(self):
+        self.folder = Path(tempfile.mkdtemp(prefix="stacklab-floor-"))
+        (self.folder / "app.py").write_text(FLOOR_APP)
+        port = loadtest.free_port()
+        self.base = f"http://127.0.0.1:{port}"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(self.folder / "app.py"),
+             "--server.port", str(port), "--server.headless", "true",
+             "--server.enableAgentApi", "true", "--browser.gatherUsageStats", "false"],
+            cwd=loadtest.ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"{self.base}/_stcore/health", timeout=2)
+                return
+            except OSError:
+                time.sleep(0.3)
+        raise SystemExit("the floor's server did not start")
+
+    def cpu(self) -> float:
+        return loadtest.cpu_seconds(self.process.pid)
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def floor() -> tuple[list[float], list[int]]:
+    server = FloorServer()
+    try:
+        student = loadtest.AgentStudent(server.base, {}, 0.0)
+        time.sleep(3.0)  # the server's own start-up work, let finish
+        for _ in range(10):
+            student.ask()  # warm
+        return polls(server, [student], REQUESTS)
+    finally:
+        server.close()
+
+
+def shared_running(server) -> dict:
+    """A teacher trains a long run; `SHARING` students open its ``run=KEY`` link (the
+    class link) and ask in turn: the page's whole rerun (the agent's poll)."""
+    long = loadtest.link_query(steps="20000", target_accuracy="")
+    teacher = opened(server, long)
+    teacher.ask(trigger={"key": "train_train"})
+    while "Status: **running**" not in loadtest.texts(teacher.ask()):
+        time.sleep(0.3)
+    query = {**long, "run": teacher.snapshot["query_params"]["run"][0]}
+    sharing = [opened(server, query) for _ in range(SHARING)]
+    time.sleep(2.0)  # a few evaluations in
+    result = {"shared_running_poll": polls(server, sharing, REQUESTS)}
+    assert "shared with" in loadtest.texts(sharing[-1].snapshot)
+    waiting = opened(server, loadtest.link_query(seed="9"))
+    waiting.ask(trigger={"key": "train_train"})
+    result["queued_poll"] = polls(server, [waiting], REQUESTS)
+    assert "Status: **queued**" in loadtest.texts(waiting.snapshot)
+    for student in (teacher, waiting):
+        student.ask(trigger={"key": "train_stop"})
+    return result
+
+
+def run_link(server) -> dict:
+    query = {**loadtest.link_query(), "run": loadtest.teacher_trains(server)}
+    opens, sizes, students = [], [], []
+    for _ in range(REQUESTS):
+        opens.append(cpu_ms(server, lambda: students.append(opened(server, query))))
+        sizes.append(students[-1].sizes[-1])
+        time.sleep(PAUSE)
+    assert loadtest.pattern_shown(students[-1].snapshot)
+    return {"run_link_open": (opens, sizes), "run_link_poll": polls(server, students, REQUESTS)}
+
+
+def lesson_step(server) -> dict:
+    """A teacher presents the first lesson; students follow it and ask while it stays."""
+    teacher = opened(server, {"lesson": "positions", "step": "1"}, page="learn")
+    teacher.ask(trigger={"key": "learn_present"})
+    found = re.search(r"class=(\w+)", loadtest.texts(teacher.snapshot))
+    assert found, "the teacher's page shows no class link"
+    students = [opened(server, {"class": found[1]}, page="learn") for _ in range(SHARING)]
+    assert "Following the teacher" in loadtest.texts(students[0].snapshot)
+    return {"lesson_step_poll": polls(server, students, REQUESTS)}
 
 
 def measure() -> dict:
-    server = loadtest.Server(max_sessions=REQUESTS + 20)
+    samples = {"floor": floor()}
+    server = loadtest.Server(max_sessions=REQUESTS * 2 + 40)
     try:
         loadtest.warm(server)
-        long = loadtest.link_query(steps="20000", target_accuracy="")
-        sharing = [opened(server, long) for _ in range(2)]
-        for student in sharing:
-            student.ask(trigger={"key": "train_train"})
-        while "Status: **running**" not in loadtest.texts(sharing[1].ask()):
-            time.sleep(0.3)
-        time.sleep(2.0)  # a few evaluations in
-        shared = polls(server, sharing[1], REQUESTS)
-        assert "shared with" in loadtest.texts(sharing[1].snapshot)
-        waiting = opened(server, loadtest.link_query(seed="9"))
-        waiting.ask(trigger={"key": "train_train"})
-        queued = polls(server, waiting, REQUESTS)
-        assert "Status: **queued**" in loadtest.texts(waiting.snapshot)
-        for student in (*sharing, waiting):
-            student.ask(trigger={"key": "train_stop"})
-        query = {**loadtest.link_query(), "run": loadtest.teacher_trains(server)}
-        opens = []
-        for _ in range(REQUESTS):
-            opens.append(cpu_ms(server, lambda: opened(server, query)))
-            time.sleep(PAUSE)
+        samples.update(shared_running(server))
+        samples.update(run_link(server))
+        samples.update(lesson_step(server))
     finally:
         server.close()
-    return {name: {"mean_ms": round(statistics.mean(samples), 1), "requests": len(samples)}
-            for name, samples in (("shared_running_poll", shared), ("queued_poll", queued),
-                                  ("run_link_open", opens))}
+    result = {name: {"mean_ms": round(statistics.mean(cpu), 1), "requests": len(cpu),
+                     "response_bytes": round(statistics.median(sizes))}
+              for name, (cpu, sizes) in samples.items()}
+    for name, target in TARGETS_MS.items():
+        result[name]["target_ms"] = target
+        result[name]["met"] = result[name]["mean_ms"] <= target
+    return result
 
 
 if __name__ == "__main__":
     result = measure()
     (Path(__file__).with_name("request_costs.json")).write_text(json.dumps(result, indent=2) + "\n")
-    print("server CPU per request (mean):")
+    print(f"server CPU per request (mean), beside the floor ({result['floor']['mean_ms']} ms):")
     for name, row in result.items():
-        print(f"  {name:22} {row['mean_ms']:6.1f} ms  ({row['requests']} requests)")
+        target = (f"  target {row['target_ms']:g} ms: {'met' if row['met'] else 'MISSED'}"
+                  if "target_ms" in row else "")
+        print(f"  {name:22} {row['mean_ms']:6.1f} ms  {row['response_bytes']:>8,} bytes  "
+              f"({row['requests']} requests){target}")

@@ -50,6 +50,26 @@ def test_a_student_on_the_run_link_sees_the_finished_figure_with_no_click(server
     assert server.trainings() == 1
 
 
+def test_students_following_a_presented_lesson_see_each_of_the_teachers_moves(server):
+    """The `lesson_100` scenario's driver with three students: every move of the teacher
+    reaches every student's page, and the report says how long each took."""
+    report = loadtest.lesson_class(server, 3, arrival=1.0, move_seconds=4.0)
+    assert report["statuses"] == {"finished": 3} and report["missed_moves"] == 0
+    assert report["step_change_s"]["count"] == 3 * len(loadtest.MOVES)
+    assert report["agent_response_bytes"]["p50"] > 0 and report["server_peak_rss_mb"] > 0
+
+
+def test_scenarios_are_chosen_on_the_command_line():
+    import subprocess
+    import sys
+
+    wrong = subprocess.run([sys.executable, str(ROOT / "bench" / "loadtest.py"), "--only",
+                            "hall300,nope"], capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 2 and "no scenario nope" in wrong.stderr
+    assert {"hall300", "hall500", "run_link_300", "lesson_100"} <= set(loadtest.SCENARIOS)
+    assert set(loadtest.TARGETS) <= set(loadtest.SCENARIOS)
+
+
 def test_the_agent_api_is_the_load_tests_alone():
     """`make run` and the app's config never switch the agent API on."""
     run_target = re.search(r"^run:.*?(?=^\S)", (ROOT / "Makefile").read_text(), re.S | re.M)[0]

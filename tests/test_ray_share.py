@@ -383,3 +383,35 @@ def test_votes_on_two_app_servers_add_up_on_the_classes_actor_and_outlive_a_rest
             (1, [1, 2], True), (2, [1, 0], False)]
     finally:
         restarted.close()
+
+
+def _loadtest():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "loadtest", Path(__file__).parent.parent / "bench" / "loadtest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_class_split_over_two_streamlit_app_servers_trains_once(cluster):
+    """Past one server (issue 38): two real Streamlit app servers on the cluster, one run
+    store, and a class of agent-API students on the teacher's link split between them, as a
+    load balancer with sticky sessions splits a hall. One training serves both servers'
+    students. `make loadtest`'s ``ray_hall300`` runs the same with 300 students."""
+    env, folder = cluster
+    loadtest = _loadtest()
+    apps = []
+    try:
+        for _ in range(2):
+            apps.append(loadtest.Server(20, env={"STACKLAB_RAY_ADDRESS": env["STACKLAB_RAY_ADDRESS"],
+                                                 "STACKLAB_WORKERS": "1"},
+                                        runs=folder / "hall-runs"))
+        report = loadtest.split_crowd(apps, loadtest.link_query(seed="4343"), 6, arrival=2.0)
+        assert report["statuses"] == {"finished": 6}, report
+        assert report["trainings"] == 1 and report["stored_runs"] == 1
+        assert report["link_to_pattern_s"]["count"] == 6
+    finally:
+        for app in apps:
+            app.close()

@@ -1,12 +1,21 @@
 """Figures on a page: a run's figures led by its pattern figure and grouped in tabs, a
-list of figures one under another, and a chart fitted to its column (a phone's narrow one
-on a phone), named for screen readers by a text alternative that carries its numbers."""
+list of figures one under another, a chart fitted to its column (a phone's narrow one on a
+phone), and a chart prepared once for many sessions (`prepared_chart`); each named for
+screen readers by a text alternative that carries its numbers."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+from streamlit.elements.lib import agent_spec
+from streamlit.elements.lib.form_utils import current_form_id
+from streamlit.elements.lib.layout_utils import LayoutConfig
+from streamlit.elements.lib.utils import compute_and_register_element_id
+from streamlit.elements.plotly_chart import _plotly_data
+from streamlit.proto.PlotlyChart_pb2 import PlotlyChart as PlotlyChartProto
 
 from stacklab import figures
 from ui import browsers, glossary
@@ -40,6 +49,45 @@ def plotly(container, figure, key: str, score: str | None = None) -> None:
     phone's copy on a phone, with its text alternative as its accessible name."""
     shown = figures.phone_figure(figure) if browsers.on_phone() else figure
     container.plotly_chart(shown, key=key, alt=figures.describe(figure, score))
+
+
+def prepared_chart(container, prepared, key: str) -> None:
+    """A chart of ``prepared`` (a `PreparedFigure`: plotly JSON made once for every session
+    following a run) as ``st.plotly_chart`` would show that figure, element for element
+    (tests/test_app.py compares the two), without its per-session work: plotly's
+    ``to_dict`` and ``to_json`` of the figure, and the agent API's reading of that JSON.
+
+    ``st.plotly_chart`` takes only a figure or a dict, and serialises it on every call, so
+    this builds its element from the JSON directly (`streamlit.elements.plotly_chart`)."""
+    container = container if isinstance(container, DeltaGenerator) else st._main  # st itself
+    proto = PlotlyChartProto()
+    proto.theme = "streamlit"
+    proto.form_id = current_form_id(container)
+    proto.spec, proto.config = prepared.spec, "{}"
+    if prepared.alt:
+        proto.alt = prepared.alt  # its text alternative, as ``st.plotly_chart(alt=...)`` sets it
+    proto.id = compute_and_register_element_id(
+        "plotly_chart", user_key=key, key_as_main_identity=False, dg=container,
+        plotly_spec=proto.spec, plotly_config=proto.config, selection_mode=("points", "box", "lasso"),
+        is_selection_activated=False, theme="streamlit", width="stretch", height="content",
+        alt=prepared.alt or None)
+    described = _described(prepared.spec, key) if agent_spec.is_recording() else None
+    container._enqueue("plotly_chart", proto, agent_props=described,
+                       layout_config=LayoutConfig(width="stretch", height=prepared.height or 450))
+
+
+@functools.lru_cache(maxsize=16)
+def _described(spec: str, key: str) -> str | None:
+    """What the agent API says of a chart of ``spec``: made once per figure, not per
+    session (its figure's values, decoded from the JSON)."""
+    return agent_spec.element("plotly_chart", key=key, data_builder=lambda: _plotly_data(spec))
+
+
+@functools.lru_cache(maxsize=16)
+def still_html(svg: str, alt: str) -> str:
+    """The ``<img>`` of a still picture (`stacklab.figures.svg_img`), made once per picture
+    for every session that shows it."""
+    return figures.svg_img(svg, alt)
 
 
 def show_figure(container, drawn_figure, key: str, columns: int = 1) -> None:

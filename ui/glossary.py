@@ -4,6 +4,8 @@ as a section of the Learn page."""
 
 from __future__ import annotations
 
+import functools
+
 import streamlit as st
 
 from ui.lab import GLOSSARY, terms_in, terms_used_in
@@ -38,6 +40,12 @@ def show_terms(container, key: str, caption: str) -> None:
             definitions(terms))
 
 
+@functools.cache
+def _whole_glossary() -> str:
+    return definitions(GLOSSARY.values())
+
+
 def show_glossary(container=st) -> None:
-    """Every term of the glossary with its definition."""
-    container.markdown(definitions(GLOSSARY.values()))
+    """Every term of the glossary with its definition (written once per server: a class
+    following a lesson asks for it at every poll)."""
+    container.markdown(_whole_glossary())

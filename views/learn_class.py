@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from stacklab import StackError
-from ui import session, urls
+from ui import polls, session, urls
 from ui.lab import LINK_VALUES, ClassView, new_voter_token, qr_png, write_values
 from ui.markdown import show_error
 from views.share_panel import reachable_address
@@ -123,7 +123,9 @@ def student_bar(view: ClassView | None) -> None:
                        "the teacher's step and moves when the teacher does.")
         button.button("Explore on my own", key="class_leave", on_click=_leave,
                       icon=":material/explore:", width="stretch")
-        poll(view.version)
+        every = polls.interval(POLL_SECONDS)  # wider when the server is loaded (ui.polls)
+        polls.say_load(POLL_SECONDS, every)
+        st.fragment(run_every=every)(poll)(view.version, every)
     elif state.get("ended"):
         lost = ("" if session.classes().outlives_restart else " A restart of this app "
                 "server also ends its classes, and their votes are lost.")
@@ -138,12 +140,17 @@ def student_bar(view: ClassView | None) -> None:
                       icon=":material/group:", type="primary", width="stretch")
 
 
-@st.fragment(run_every=POLL_SECONDS)
-def poll(version: int) -> None:
-    """Read the class at each poll; when the teacher moved (or it ended), draw the page
-    again on the new step."""
-    now = session.classes().follow(state["id"], voter())
-    if now is None or now.version != version:
+def poll(version: int, every: float) -> None:
+    """Read the class at each poll (a fragment polling every ``every`` s); when the teacher
+    moved (or it ended), or the server's load changed the interval, draw the page again.
+
+    This is the followed lesson's poll path: nothing but one read of the class (and the
+    count of the poll, for the server's backpressure), so a hall of students following one
+    teacher costs the server little more than Streamlit's own rerun of a fragment. What a
+    followed page shows more (a student's vote) should ride on it as cheaply."""
+    with polls.measured():
+        now = session.classes().follow(state["id"], voter())
+    if now is None or now.version != version or polls.interval(POLL_SECONDS) != every:
         st.rerun()
 
 

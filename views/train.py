@@ -3,8 +3,8 @@
 import streamlit as st
 
 from stacklab import TASKS, StackError, Status, figures
-from ui import browsers, controls, scripts, session, urls
-from ui import figures as charts
+from ui import browsers, controls, polls, scripts, session, urls
+from ui.figures import prepared_chart, still_html
 from ui.lab import SETTINGS, annotate, available_devices, length_rows
 from ui.markdown import plain, show_error
 from views import share_panel
@@ -28,10 +28,10 @@ def shared_note(now) -> str:
     return f" — shared with {others} other session{'s' * (others != 1)}" if others > 0 else ""
 
 
-def poll_seconds(view) -> float | None:
-    """Poll often while a run trains, seldom while it waits (a classroom has many queued
-    runs; further back than the next to start, seldom still), and less often for a run
-    that many sessions watch (each poll is a script run)."""
+def base_seconds(view) -> float | None:
+    """How often the page polls on its own: often while a run trains, seldom while it waits
+    (a classroom has many queued runs; further back than the next to start, seldom still),
+    and less often for a run that many sessions watch (each poll is a script run)."""
     if view is None or not view.active:
         return None
     if view.status == Status.QUEUED:
@@ -39,30 +39,45 @@ def poll_seconds(view) -> float | None:
     return 0.5 if view.watchers <= 4 else 1.0
 
 
-def pattern_figure(container, current, now) -> None:
-    """The run's pattern figure. A student on the teacher's link sees it as a still picture
-    first: an image is on screen as the page arrives, where a fresh browser takes seconds
-    to load and start the chart library; the interactive chart is one switch away."""
-    phone = browsers.on_phone()  # a phone's copy, laid out for its one column
-    width = figures.PHONE_WIDTH if phone else figures.column_width(2)
-    shown = figures.phone_figure(now.pattern.figure) if phone else now.pattern.figure
+def poll_seconds(view) -> float | None:
+    """`base_seconds`, widened by the server's backpressure when many sessions follow runs."""
+    base = base_seconds(view)
+    return None if base is None else polls.interval(base)
+
+
+def pattern_figure(container, current, now, frame) -> None:
+    """The run's pattern figure, as ``frame`` (the run's live view, prepared once for every
+    watcher) holds it. A student on the teacher's link sees it as a still picture first: an
+    image is on screen as the page arrives, where a fresh browser takes seconds to load and
+    start the chart library; the interactive chart is one switch away."""
     spot = container.container(key=f"train_pattern_{now.id}")
-    still = (figures.figure_svg(shown, width=width, font=15)
-             if session.student_view(current) else None)  # kept with the shared figure
+    prepared = frame.pattern_figure
+    still = prepared.still if session.student_view(current) else None
     if still is not None and not state.get("pattern_hover"):  # markdown, whose code the page has loaded already (st.image's not)
         score = f" — {now.pattern.score}" if now.pattern.score else ""
-        spot.markdown(figures.svg_img(still, f"{now.pattern.title}{score} (heatmap)"),
+        spot.markdown(still_html(still, f"{now.pattern.title}{score} (heatmap)"),
                       unsafe_allow_html=True)
     else:
-        charts.plotly(spot, now.pattern.figure if phone else figures.fit_title(
-            now.pattern.figure, width), f"train_pattern_chart_{now.id}", now.pattern.score)
+        prepared_chart(spot, prepared, key=f"train_pattern_chart_{now.id}")
     if still is not None:
         container.toggle("Values on hover", key=state.key("pattern_hover"),
                          help="The interactive chart: each cell's value under the pointer")
 
 
-@st.fragment(run_every=poll_seconds(view))
+EVERY = poll_seconds(view)  # the status panel's interval, as this run of the page set it
+
+
+@st.fragment(run_every=EVERY)
 def status_panel():
+    if EVERY is None:
+        show_status()
+        return
+    with polls.measured():  # counted and timed: the server's backpressure (ui.polls)
+        show_status()
+
+
+def show_status():
+    """The current run's status, progress, curves and pattern figure."""
     current = session.current_job()
     if current is None:
         st.info("No run yet: press **Train**.")
@@ -89,11 +104,16 @@ def status_panel():
     else:
         st.error(f"Status: **{now.status}** — {plain(now.error, 1000)}")
     st.progress(now.progress, text=f"{now.step} / {now.steps} steps")
+    if now.active:
+        polls.say_load(base_seconds(now), EVERY or 0.0)
     if now.history:
+        phone = browsers.on_phone()  # a phone's copies, laid out for its one column
+        frame = current.frame(now, figures.PHONE_WIDTH if phone else figures.column_width(2),
+                              phone=phone)  # made once for every watcher (of each kind)
         left, right = st.columns(2)
-        charts.plotly(left, current.curves(now), f"train_curves_{now.id}")  # shared
-        if now.pattern is not None and not session.presenting():  # else it is at the top
-            pattern_figure(right, current, now)
+        prepared_chart(left, frame.curves, key=f"train_curves_{now.id}")
+        if frame.pattern is not None and not session.presenting():  # else it is at the top
+            pattern_figure(right, current, now, frame)
             score = f" — {plain(now.pattern.score, 300)}" if now.pattern.score else ""
             right.caption(f"**{plain(now.pattern.title, 200)}** at step "
                           f"{now.history[-1]['step']}{score}: "
@@ -109,8 +129,9 @@ def status_panel():
     if view is not None and view.active and not now.active:
         scripts.scroll_later(f".st-key-train_pattern_{now.id}")  # its heatmap, in view
         st.rerun()  # the run ended: redraw the page (buttons, no more polling)
-    if now.active and view is not None and poll_seconds(now) != poll_seconds(view):
-        st.rerun()  # the fragment polls at the page's last interval: a queued run started
+    if now.active and view is not None and poll_seconds(now) != EVERY:
+        st.rerun()  # the fragment polls at the page's last interval: a queued run started,
+        # or the server's load widened (or narrowed) every page's interval
 
 
 if session.presenting():  # present mode: the figures one at a time, no settings

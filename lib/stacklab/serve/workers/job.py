@@ -24,6 +24,7 @@ from ...lab.settings import TrainConfig
 from ...lab.train.record import Status
 from ...lab.train.plan import RunPlan
 from .job_figures import JobFigures
+from .job_frame import LiveFrame
 from .messages import Evaluated, Message, Pattern, Step, Stored
 
 
@@ -216,6 +217,15 @@ class Job:
         drawn once per evaluation, on the first page that asks, and shared by every watcher
         (a classroom's sessions would otherwise each build the same figure)."""
         return self.shared.curves(view.history, view.train_loss)
+
+    def frame(self, view: JobView, width: int, still_font: int = 15,
+              phone: bool = False) -> LiveFrame:
+        """``view``'s curves and pattern figure as every watcher's page shows them in a
+        column ``width`` px wide, or on a phone (the pattern figure's still picture with
+        ticks of ``still_font`` px): prepared once per evaluation and shared
+        (`stacklab.serve.workers.job_frame`), so a watcher's poll builds no figure."""
+        return self.shared.frame(view.history, view.train_loss, view.pattern, width, still_font,
+                                 live=view.active, phone=phone)
 
     def figures(self, node: str | None = None) -> list[RunFigure]:
         """Every figure of the finished run (`run_figures`) for ``node``: as its worker drew

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Callable, TypeVar
 
 from ...core.errors import StackError
 from ...lab.figures import (RunFigure, figure_from_entry, figures_from_json, pattern_figure,
                             run_figures, training_curves)
 from ..limits import FIGURES_WAIT_SECONDS, SHARED_FIGURES_BYTES
+from .job_frame import FRAME_SECONDS, LiveFrame, make_frame
 
 log = logging.getLogger("stacklab.pool")
 
@@ -77,6 +79,7 @@ class JobFigures:
         self._pattern = FigureCache()
         self._curves = FigureCache()
         self._nodes = FigureCache()
+        self._frames = FigureCache()
         self._ready = threading.Event()  # set unless the worker is drawing them
         self._ready.set()
         self._pending = False  # its worker draws them after the job has ended
@@ -137,6 +140,28 @@ class JobFigures:
             return training_curves(list(history), losses)
 
         return self._curves.get("curves", len(history), draw)
+
+    def frame(self, history: tuple[dict, ...], train_loss: tuple[tuple[int, float], ...],
+              pattern: RunFigure | None, width: int, still_font: int,
+              live: bool = False, phone: bool = False) -> LiveFrame:
+        """The live view of ``history`` (its curves) and ``pattern`` for a column ``width``
+        px wide (`stacklab.serve.workers.job_frame`): prepared once per evaluation, pattern
+        figure and width, and handed to every watcher's page. While the run is ``live``,
+        at most one new frame every `FRAME_SECONDS` (a small run evaluates ten times a
+        second; pages poll every second or two), so the hall's polls share each one. A
+        phone's frame (its copies of the figures) is kept beside the laptops' one."""
+        name = ("frame", phone)
+        kept = self._frames.last(name)
+        if (live and kept is not None and kept.width == width
+                and time.monotonic() - kept.made < FRAME_SECONDS):
+            return kept
+
+        def draw() -> LiveFrame:
+            curves = self.curves(history, train_loss) if history else None
+            return make_frame(len(history), width, curves, pattern, still_font, phone)
+
+        # the frame holds ``pattern``, so its id names no other figure while it is kept
+        return self._frames.get(name, (len(history), id(pattern), width, still_font), draw)
 
     def of_node(self, run, node: str | None) -> list[RunFigure]:
         """Every figure of the finished ``run`` for ``node``: as its worker drew them, else
