@@ -1,0 +1,313 @@
+"""The run store on a bucket (``STACKLAB_RUNS=s3://BUCKET/PREFIX``), against a real S3 server:
+SeaweedFS, started here on free loopback ports with a key pair and a bucket of its own
+(`seaweed.SeaweedFS`), behind a relay that counts every request (`seaweed.Counter`).
+
+Each "app server" here is a `RunStore` with a cache folder of its own: two of them share
+nothing but the bucket. One SeaweedFS serves the module; each test writes under a prefix
+of its own."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import uuid
+
+import pytest
+
+from seaweed import BUCKET, Counter, SeaweedFS, free_port, s3_environment
+from stacklab import StackError, train
+from stacklab.lab.runs.bucket import MANIFEST, Bucket
+from stacklab.lab.runs.store import RunStore
+
+QUICK = dict(task="position", steps=30, eval_every=10)
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """The S3 server and its counting relay, with this process's AWS variables set to them."""
+    server = SeaweedFS(tmp_path_factory.mktemp("seaweedfs"))
+    server.start()
+    counter = Counter(server.ports["s3"][0], server)
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in s3_environment(counter.endpoint, server).items():
+            patch.setenv(name, value)
+        try:
+            yield server, counter
+        finally:
+            counter.close()
+            server.kill()  # its data is the test's: nothing to close
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """Three small runs, trained once for the module (each its own key)."""
+    return [train(**QUICK, seed=seed) for seed in (1, 2, 3)]
+
+
+@pytest.fixture
+def url(s3):
+    return f"s3://{BUCKET}/{uuid.uuid4().hex[:10]}"  # a prefix of this test's own
+
+
+def app_server(url, cache, monkeypatch, **options) -> RunStore:
+    """The run store of one app server: the bucket, and a cache folder of its own."""
+    monkeypatch.setenv("STACKLAB_RUNS_CACHE", str(cache))
+    return RunStore(url, **options)
+
+
+def objects(url: str) -> list[str]:
+    bucket = Bucket(url)
+    return sorted(path[len(bucket.prefix) + 1:] for path in bucket.fs.find(bucket.prefix))
+
+
+def test_a_run_stored_on_one_app_server_opens_on_another(url, runs, tmp_path, monkeypatch):
+    a = app_server(url, tmp_path / "a", monkeypatch)
+    b = app_server(url, tmp_path / "b", monkeypatch)
+    run = runs[0]
+    assert run.key not in b and b.open(run.key) is None
+    assert a.save(run) == tmp_path / "a" / run.key
+    names = objects(url)
+    [writer] = {name.split("/")[1] for name in names if name.count("/") == 2}
+    assert names == sorted([f"{run.key}/{MANIFEST}"] + [
+        f"{run.key}/{writer}/{name}" for name in
+        ("metrics.json", "model.safetensors", "record.safetensors", "run.json")])
+    assert run.key in b and b.keys() == [run.key] and b.find(run.key[:8]) == run.key
+    stored = b.open(run.key)
+    assert stored.damage() is None and stored.history == run.history
+    loaded = b.load(run.key)
+    assert loaded.final == run.final
+    assert (tmp_path / "b" / run.key / "run.json").is_file()  # B's own copy now
+    bucket = Bucket(url)
+    manifest = bucket.fs.cat_file(f"{bucket.prefix}/{run.key}/{MANIFEST}")
+    files = sum(path.stat().st_size for path in (tmp_path / "a" / run.key).iterdir())
+    assert b.size() == files + len(manifest)
+
+
+def test_figures_drawn_after_storing_reach_the_other_app_server(url, runs, tmp_path, monkeypatch):
+    from stacklab.lab.figures import figures_json
+
+    a = app_server(url, tmp_path / "a", monkeypatch)
+    run = runs[0]
+    a.save(run)
+    assert a.add_figures(run.key, figures_json(run))
+    b = app_server(url, tmp_path / "b", monkeypatch)
+    assert b.open(run.key).figures() == a.open(run.key).figures() is not None
+
+
+def test_a_hundred_students_cost_one_read_of_each_object_per_app_server(
+        s3, url, runs, tmp_path, monkeypatch):
+    _, counter = s3
+    run = runs[1]
+    app_server(url, tmp_path / "teacher", monkeypatch).save(run)
+    bucket_prefix = Bucket(url).prefix
+    stored = {f"{bucket_prefix}/{name}" for name in objects(url)}  # the manifest, four files
+    assert len(stored) == 5
+    for server in ("a", "b"):
+        store = app_server(url, tmp_path / server, monkeypatch)
+        before = counter.counts.copy()
+        students = [threading.Thread(target=lambda: store.open(run.key).metrics())
+                    for _ in range(100)]
+        for student in students:
+            student.start()
+        for student in students:
+            student.join()
+        made = counter.counts - before
+        gets = {path: n for (method, path), n in made.items()
+                if method == "GET" and not path.endswith("?list-type")}
+        assert gets == {path: 1 for path in stored}, made  # one GET of each object
+        # besides: a HEAD of each (the S3 client's), and figures.json's HEAD and listing
+        assert sum(made.values()) <= 2 * len(stored) + 2, made
+        again = counter.counts.copy()
+        assert store.open(run.key).damage() is None and store.load(run.key) is not None
+        assert counter.counts == again  # from this app server's copy from now on
+
+
+def test_two_servers_finishing_one_key_at_once_leave_one_complete_run(
+        url, runs, tmp_path, monkeypatch):
+    run = runs[2]
+    stores = [app_server(url, tmp_path / name, monkeypatch) for name in ("a", "b", "c", "d")]
+    start = threading.Barrier(len(stores))
+    saved = []
+
+    def finish(store):
+        start.wait()
+        saved.append(store.save(run))
+
+    threads = [threading.Thread(target=finish, args=(store,)) for store in stores]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(saved) == 4 and None not in saved
+    writers = {name.split("/")[1] for name in objects(url) if name.count("/") == 2}
+    assert len(writers) == 1  # every other writer removed its own files
+    reader = app_server(url, tmp_path / "reader", monkeypatch)
+    assert reader.open(run.key).damage() is None and reader.load(run.key).final == run.final
+
+
+def test_a_writer_that_loses_the_race_to_the_manifest_removes_its_files(
+        url, runs, tmp_path, monkeypatch):
+    """The server refuses a second manifest of a key (``If-None-Match: *``): the writer who
+    checked just before the first one landed leaves the first run as it is."""
+    run = runs[0]
+    first = app_server(url, tmp_path / "a", monkeypatch)
+    first.save(run)
+    manifest = objects(url)
+    late = Bucket(url)
+    monkeypatch.setattr(late, "has", lambda key, answers=iter([False, True]): next(answers))
+    assert late.put(run.key, tmp_path / "a" / run.key) is False
+    assert objects(url) == manifest
+
+
+def test_a_damaged_object_damages_that_run_alone(s3, url, runs, tmp_path, monkeypatch):
+    a = app_server(url, tmp_path / "a", monkeypatch)
+    damaged_run, sound_run = runs[0], runs[1]
+    a.save(damaged_run), a.save(sound_run)
+    bucket = Bucket(url)
+    [model] = [name for name in objects(url)
+               if name.startswith(damaged_run.key) and name.endswith("model.safetensors")]
+    data = bucket.fs.cat_file(f"{bucket.prefix}/{model}")
+    bucket.fs.pipe_file(f"{bucket.prefix}/{model}", data[: len(data) // 2])  # truncated
+    b = app_server(url, tmp_path / "b", monkeypatch)
+    err = b.open(damaged_run.key).damage()
+    assert err.code == "E_DAMAGED" and "model.safetensors is truncated" in err.message
+    with pytest.raises(StackError) as raised:
+        b.open(damaged_run.key).load()
+    assert raised.value.code == "E_DAMAGED"
+    assert b.open(sound_run.key).damage() is None  # the other run stays
+    # training the key again replaces the damaged run, for every app server
+    assert b.save(damaged_run) is not None
+    c = app_server(url, tmp_path / "c", monkeypatch)
+    assert c.open(damaged_run.key).damage() is None
+    assert c.load(damaged_run.key).final == damaged_run.final
+
+
+def test_a_damaged_run_json_means_no_run(url, runs, tmp_path, monkeypatch):
+    run = runs[0]
+    app_server(url, tmp_path / "a", monkeypatch).save(run)
+    bucket = Bucket(url)
+    [record] = [name for name in objects(url) if name.endswith("/run.json")]
+    bucket.fs.pipe_file(f"{bucket.prefix}/{record}", b'{"format": "damaged')
+    b = app_server(url, tmp_path / "b", monkeypatch)
+    assert b.open(run.key) is None and b.load(run.key) is None
+
+
+def test_a_server_killed_mid_write_leaves_nothing_half_visible(s3, url, runs, tmp_path,
+                                                               monkeypatch):
+    server, counter = s3
+    run = runs[1]
+    a = app_server(url, tmp_path / "a", monkeypatch)
+    counter.kill_on = re.compile(rf"^PUT .*{run.key}/{MANIFEST}$")  # after the files, before it
+    try:
+        with pytest.raises(StackError) as raised:
+            a.save(run)
+    finally:
+        counter.kill_on = None
+        server.start()  # the same data, after a crash
+    assert "cannot write" in raised.value.message
+    assert not (tmp_path / "a" / run.key).exists()  # nothing kept here either
+    assert len([name for name in objects(url) if name.startswith(run.key)]) >= 1  # its files
+    b = app_server(url, tmp_path / "b", monkeypatch)
+    assert run.key not in b and b.open(run.key) is None and b.keys() == []
+    assert a.save(run) is not None and b.open(run.key).damage() is None  # trained again: kept
+
+
+def test_the_bucket_keeps_its_byte_bound_oldest_first(url, runs, tmp_path, monkeypatch):
+    """STACKLAB_RUNS_MAX_BYTES is the bucket's quota for runs: past it the oldest go."""
+    probe = app_server(url, tmp_path / "probe", monkeypatch)
+    probe.save(runs[0])
+    one = probe.size()
+    probe.evict()
+    store = app_server(url, tmp_path / "a", monkeypatch, max_bytes=int(one * 2.5))
+    for run in runs:
+        store.save(run)
+    assert store.keys() == [runs[1].key, runs[2].key]  # the oldest went, from the bucket
+    assert runs[0].key not in store and not (tmp_path / "a" / runs[0].key).exists()
+    assert store.size() <= store.max_bytes
+    other = app_server(url, tmp_path / "b", monkeypatch)
+    assert other.open(runs[0].key) is None and other.open(runs[2].key) is not None
+    tiny = app_server(url, tmp_path / "c", monkeypatch, max_bytes=one // 2)
+    assert tiny.save(runs[0]) is None  # a run larger than the whole quota is not kept
+
+
+def test_the_cache_of_an_app_server_is_bounded(url, runs, tmp_path, monkeypatch):
+    writer = app_server(url, tmp_path / "w", monkeypatch)
+    for run in runs:
+        writer.save(run)
+    monkeypatch.setenv("STACKLAB_RUNS_CACHE_BYTES", str(int(writer.size() / 3 * 1.5)))
+    reader = app_server(url, tmp_path / "r", monkeypatch)
+    for run in runs:
+        assert reader.open(run.key) is not None
+    cached = sorted(p.name for p in (tmp_path / "r").iterdir() if not p.name.startswith("."))
+    assert cached == [runs[2].key]  # the newest stays; the bucket keeps them all
+    assert reader.keys() == [run.key for run in runs]
+
+
+def test_wrong_credentials_are_a_clear_error_that_never_shows_them(
+        s3, url, runs, tmp_path, monkeypatch, caplog, cli):
+    server, _ = s3
+    run = runs[0]
+    app_server(url, tmp_path / "a", monkeypatch).save(run)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret-" + server.secret[:6])
+    caplog.set_level(logging.INFO)
+    store = app_server(url, tmp_path / "b", monkeypatch)
+    with pytest.raises(StackError) as raised:
+        store.save(runs[1])
+    assert "refuses the credentials" in raised.value.message
+    assert store.open(run.key) is None and "refuses the credentials" in store.problem.message
+    monkeypatch.setenv("STACKLAB_RUNS", url)
+    code, out, err = cli("compare", run.key, "--out", str(tmp_path / "compared"))
+    assert code != 0 and "refuses the credentials" in err
+    shown = [raised.value.message, raised.value.hint, store.problem.message, out, err,
+             caplog.text]
+    for secret in (server.key, server.secret, "not-the-secret-"):
+        assert not any(secret in text for text in shown), secret
+
+
+def test_a_url_with_credentials_is_refused_without_repeating_them(s3):
+    server, _ = s3
+    with pytest.raises(StackError) as raised:
+        RunStore(f"s3://{server.key}:{server.secret}@{BUCKET}/runs")
+    assert "refused" in raised.value.message and "AWS_ACCESS_KEY_ID" in raised.value.hint
+    assert server.key not in str(raised.value) and server.secret not in str(raised.value)
+
+
+def test_a_store_that_cannot_be_reached_is_a_clear_error(url, runs, tmp_path, monkeypatch, cli):
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")  # nobody there
+    store = app_server(url, tmp_path / "a", monkeypatch)
+    with pytest.raises(StackError) as raised:
+        store.save(runs[0])
+    assert f"the run store {url} cannot" in raised.value.message
+    assert "AWS_ENDPOINT_URL" in raised.value.hint
+    assert store.open(runs[0].key) is None and store.keys() == []
+    monkeypatch.setenv("STACKLAB_RUNS", url)
+    code, _, err = cli("compare", runs[0].key, "--out", str(tmp_path / "compared"))
+    assert code != 0 and f"the run store {url} cannot" in err
+
+
+def test_the_worker_says_the_run_trained_but_is_not_kept(url, runs, tmp_path, monkeypatch):
+    from stacklab.serve.workers.worker import storage_failure
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
+    store = app_server(url, tmp_path / "a", monkeypatch)
+    with pytest.raises(StackError) as raised:
+        store.save(runs[0])
+    said = storage_failure(raised.value, runs[0], store.location)
+    assert said.message.startswith("the run trained (finished, step 30) but is not kept: "
+                                   f"the run store {url} cannot")
+
+
+def test_the_manifest_names_each_file_with_its_size_and_hash(url, runs, tmp_path, monkeypatch):
+    import hashlib
+
+    run = runs[0]
+    app_server(url, tmp_path / "a", monkeypatch).save(run)
+    bucket = Bucket(url)
+    manifest = json.loads(bucket.fs.cat_file(f"{bucket.prefix}/{run.key}/{MANIFEST}"))
+    assert manifest["key"] == run.key and set(manifest["files"]) == {
+        "metrics.json", "model.safetensors", "record.safetensors", "run.json"}
+    for name, entry in manifest["files"].items():
+        data = (tmp_path / "a" / run.key / name).read_bytes()
+        assert entry == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
