@@ -42,7 +42,8 @@ _STALE_PARTS_SECONDS = 3600  # a writer's files without a manifest this old: a d
 _SECRETS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 # S3 only: give up quickly on a server that cannot be reached (a page waits on it)
 _S3_OPTIONS = {"config_kwargs": {"connect_timeout": 5, "read_timeout": 30,
-                                 "retries": {"max_attempts": 2}}}
+                                 "retries": {"max_attempts": 2}},
+               "max_concurrency": 1}  # one GET per object: no HEAD first for its size
 
 
 def is_url(location: str) -> bool:
@@ -117,17 +118,21 @@ class Bucket:
         manifest = self._manifest(key)
         if manifest is None:
             return False
+        paths = {self._at(key, manifest["folder"], name): name for name in manifest["files"]}
+        paths[self._at(key, FIGURES)] = FIGURES
+        found = self._call("read", self.fs.cat, list(paths), on_error="return")  # at once
         damage = {}
-        for name, expected in manifest["files"].items():
-            data = self._object(self._at(key, manifest["folder"], name))
-            what = _mismatch(data, expected)
-            if what is None:
-                (folder / name).write_bytes(data)
-            else:
+        for path, name in paths.items():
+            data = found.get(path)
+            if isinstance(data, FileNotFoundError):
+                data = None
+            elif isinstance(data, BaseException):
+                raise self._failure("read", data)
+            what = None if name == FIGURES else _mismatch(data, manifest["files"][name])
+            if what is not None:
                 damage[name] = what
-        figures = self._object(self._at(key, FIGURES))
-        if figures is not None:
-            (folder / FIGURES).write_bytes(figures)
+            elif data is not None:
+                (folder / name).write_bytes(data)
         if damage:
             (folder / DAMAGE).write_text(json.dumps(damage), encoding="utf-8")
         return True
@@ -227,18 +232,19 @@ class Bucket:
             return action(*args, **kwargs)
         except FileNotFoundError:
             raise
-        except PermissionError as err:
-            raise StackError("E_VALUE", f"the run store {self.url} refuses the credentials "
-                             f"({_said(err)})",
-                             hint="check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or the "
-                                  "AWS config files): the key must read, list and write the "
-                                  "bucket") from None
         except Exception as err:  # noqa: BLE001 - the store's client raises many kinds
-            raise StackError("E_VALUE", f"the run store {self.url} cannot {doing} "
-                             f"({_said(err)})",
-                             hint="check that the server at AWS_ENDPOINT_URL runs and that "
-                                  "the bucket exists, or set STACKLAB_RUNS to a local folder"
-                             ) from None
+            raise self._failure(doing, err) from None
+
+    def _failure(self, doing: str, err: BaseException) -> StackError:
+        if isinstance(err, PermissionError):
+            return StackError("E_VALUE", f"the run store {self.url} refuses the credentials "
+                              f"({_said(err)})",
+                              hint="check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or the "
+                                   "AWS config files): the key must read, list and write the "
+                                   "bucket")
+        return StackError("E_VALUE", f"the run store {self.url} cannot {doing} ({_said(err)})",
+                          hint="check that the server at AWS_ENDPOINT_URL runs and that the "
+                               "bucket exists, or set STACKLAB_RUNS to a local folder")
 
 
 def _mismatch(data: bytes | None, expected: dict) -> str | None:
