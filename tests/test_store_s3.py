@@ -289,16 +289,24 @@ def test_a_store_that_cannot_be_reached_is_a_clear_error(url, runs, tmp_path, mo
     assert code != 0 and f"the run store {url} cannot" in err
 
 
-def test_the_worker_says_the_run_trained_but_is_not_kept(url, runs, tmp_path, monkeypatch):
-    from stacklab.serve.workers.worker import storage_failure
+def test_a_run_trains_but_the_page_says_it_is_not_kept(s3, url, tmp_path, monkeypatch):
+    """The pool's worker trains the run, the bucket refuses the keys: the run fails with the
+    reason a page shows, and the store keeps nothing."""
+    from stacklab import TrainConfig
+    from stacklab.serve.workers.pool import JobPool
 
-    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
-    store = app_server(url, tmp_path / "a", monkeypatch)
-    with pytest.raises(StackError) as raised:
-        store.save(runs[0])
-    said = storage_failure(raised.value, runs[0], store.location)
-    assert said.message.startswith("the run trained (finished, step 30) but is not kept: "
-                                   f"the run store {url} cannot")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "a wrong secret")
+    pool = JobPool(workers=1, store=app_server(url, tmp_path / "a", monkeypatch))
+    try:
+        job = pool.submit("a", None, TrainConfig(task="position", steps=20)).wait(120)
+        error = job.view().error
+    finally:
+        pool.shutdown()
+    assert job.status == "failed", error
+    assert error.startswith("E_VALUE") and "the run trained (finished, step 20) but is not " \
+        f"kept: the run store {url} refuses the credentials" in error, error
+    assert "a wrong secret" not in error and s3[0].key not in error
+    assert not any((tmp_path / "a").glob("[0-9a-f]*"))
 
 
 def test_the_manifest_names_each_file_with_its_size_and_hash(url, runs, tmp_path, monkeypatch):
