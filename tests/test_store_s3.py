@@ -123,6 +123,7 @@ def test_a_hundred_students_cost_one_read_of_each_object_per_app_server(
         assert made == {("GET", path): 1 for path in {*stored, figures}}, made  # nothing else
         again = counter.counts.copy()
         assert store.open(run.key).damage() is None and store.load(run.key) is not None
+        assert store.find(run.key[:8]) == run.key  # a share link's short key: no listing
         assert counter.counts == again  # from this app server's copy from now on
 
 

@@ -20,6 +20,12 @@ leaves a half-written run under a key; one that does not read back completely is
 with a log line. The store holds at most ``STACKLAB_RUNS_MAX_BYTES`` (default 2 GiB): the
 least recently used runs go first.
 
+``STACKLAB_RUNS`` may also be a URL, ``s3://BUCKET/PREFIX`` (`stacklab.lab.runs.bucket`):
+a run is then written to the bucket before it appears in this machine's copy
+(``STACKLAB_RUNS_CACHE``, at most ``STACKLAB_RUNS_CACHE_BYTES``, default 1 GiB), and a run
+another server stored is read from the bucket once, into that copy, by the first reader
+(the others wait for it). The bucket's oldest runs go first past the byte bound.
+
 >>> import tempfile, stacklab
 >>> store = RunStore(tempfile.mkdtemp())
 >>> run = stacklab.train(task="position", steps=20)
@@ -146,12 +152,18 @@ class RunStore:
         if len(prefix) < 8 or len(prefix) > KEY_LENGTH or any(c not in "0123456789abcdef"
                                                                for c in prefix):
             return None
-        found = [key for key in self.keys() if key.startswith(prefix)]
+        found = [key for key in self._folders() if key.startswith(prefix)]  # this machine's
+        if self.bucket is not None and len(found) != 1:  # a bucket: listed only when needed
+            found = [key for key in self.keys() if key.startswith(prefix)]
         return found[0] if len(found) == 1 else None
 
     def size(self) -> int:
         if self.bucket is not None:
-            return sum(entry.bytes for entry in self.bucket.entries())
+            try:
+                return sum(entry.bytes for entry in self.bucket.entries())
+            except StackError as err:
+                self.problem = err
+                return 0
         return sum(_folder_bytes(self.root / key) for key in self.keys())
 
     # -- writing ----------------------------------------------------------------------
@@ -262,9 +274,13 @@ class RunStore:
         self._clear_stale_tmp()
         if self.bucket is None:
             return removed
-        entries = [(entry.key, entry.bytes) for entry in self.bucket.entries()]
-        removed = _drop_until(self.max_bytes, entries, keep, self._remove_from_bucket)
-        self.bucket.clear_stale()
+        try:
+            entries = [(entry.key, entry.bytes) for entry in self.bucket.entries()]
+            removed = _drop_until(self.max_bytes, entries, keep, self._remove_from_bucket)
+            self.bucket.clear_stale()
+        except StackError as err:  # the run is stored: the next eviction tries again
+            self.problem = err
+            log.warning("the run store's eviction did not finish: %s", err.message)
         return removed
 
     def _remove_from_bucket(self, key: str) -> None:
