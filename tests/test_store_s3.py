@@ -18,6 +18,7 @@ import threading
 import time
 import urllib.request
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -422,3 +423,15 @@ def test_two_app_servers_on_ray_train_a_key_once_and_both_read_it_from_the_bucke
         ray.shutdown()
     other = RunStore(url)  # nothing in common with either server but the bucket
     assert teacher["key"] in other and other.open(teacher["key"]).damage() is None
+
+
+def test_make_bench_store_section_measures_the_three_opens():
+    """`make bench`'s store section starts its own SeaweedFS and opens one run= link three
+    ways; here it must run to the end (its figures are the bench's, not a test's)."""
+    sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
+    import run as bench
+
+    found = bench.bench_store()
+    assert set(found["open_ms"]) == {"local", "s3_warm", "s3_cold"}
+    assert all(ms > 0 for ms in found["open_ms"].values()) and found["run_bytes"] > 100_000
+    assert set(found["targets"]) == {"s3_warm_within_1.5x", "s3_cold_within_3x"}
