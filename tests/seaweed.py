@@ -95,6 +95,32 @@ class SeaweedFS:
         raise AssertionError("SeaweedFS did not start:\n"
                              + (self.folder / "weed.log").read_text()[-3000:])
 
+    def shell(self, *commands: str) -> str:
+        """The output of ``weed shell`` running ``commands`` (under its cluster lock)."""
+        (master, master_grpc), (filer, filer_grpc) = self.ports["master"], self.ports["filer"]
+        done = subprocess.run(
+            [self.weed, "shell", f"-master=127.0.0.1:{master}.{master_grpc}",
+             f"-filer=127.0.0.1:{filer}.{filer_grpc}"],
+            input="\n".join(["lock", *commands, "unlock", "exit"]) + "\n", text=True,
+            capture_output=True, timeout=60)
+        return done.stdout + done.stderr
+
+    def fill_past_quota(self, bucket: str) -> None:
+        """Give ``bucket`` a 1 MB quota, put 2 MB in it, and once the server counts them,
+        enforce the quota: the bucket turns read-only, as a full one does."""
+        import fsspec
+
+        fs = fsspec.filesystem("s3", key=self.key, secret=self.secret,
+                               endpoint_url=self.endpoint, skip_instance_cache=True)
+        fs.mkdir(bucket)
+        fs.pipe_file(f"{bucket}/filler", os.urandom(2_000_000))  # random: not compressed
+        self.shell(f"s3.bucket.quota -name={bucket} -op=set -sizeMB=1")
+        deadline = time.monotonic() + 60
+        while "read only" not in self.shell("s3.bucket.quota.enforce -apply"):
+            if time.monotonic() > deadline:  # the volumes report their sizes every few seconds
+                raise AssertionError(f"the quota of {bucket} was not enforced")
+            time.sleep(1)
+
     def kill(self) -> None:
         """SIGKILL, as a crash: nothing is flushed or closed."""
         if self.process is not None and self.process.poll() is None:

@@ -236,6 +236,20 @@ def test_the_bucket_keeps_its_byte_bound_oldest_first(url, runs, tmp_path, monke
     assert tiny.save(runs[0]) is None  # a run larger than the whole quota is not kept
 
 
+def test_a_bucket_past_its_quota_refuses_the_run_and_keeps_nothing(s3, runs, tmp_path,
+                                                                    monkeypatch):
+    """SeaweedFS's own quota (``s3.bucket.quota``, enforced): the bucket turns read-only."""
+    server, _ = s3
+    server.fill_past_quota("stacklab-full")
+    store = app_server("s3://stacklab-full/runs", tmp_path / "a", monkeypatch)
+    with pytest.raises(StackError) as raised:
+        store.save(runs[0])
+    assert raised.value.message.startswith("the run store s3://stacklab-full/runs cannot write")
+    assert "past its quota" in raised.value.hint
+    assert runs[0].key not in store and not (tmp_path / "a" / runs[0].key).exists()
+    assert objects("s3://stacklab-full/runs") == []  # not a file of it
+
+
 def test_the_cache_of_an_app_server_is_bounded(url, runs, tmp_path, monkeypatch):
     writer = app_server(url, tmp_path / "w", monkeypatch)
     for run in runs:

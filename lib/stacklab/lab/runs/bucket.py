@@ -242,9 +242,11 @@ class Bucket:
                               hint="check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or the "
                                    "AWS config files): the key must read, list and write the "
                                    "bucket")
+        full = (" (a bucket past its quota refuses writes: raise the quota, or lower "
+                "STACKLAB_RUNS_MAX_BYTES below it)" if doing == "write" else "")
         return StackError("E_VALUE", f"the run store {self.url} cannot {doing} ({_said(err)})",
                           hint="check that the server at AWS_ENDPOINT_URL runs and that the "
-                               "bucket exists, or set STACKLAB_RUNS to a local folder")
+                               f"bucket exists{full}, or set STACKLAB_RUNS to a local folder")
 
 
 def _mismatch(data: bytes | None, expected: dict) -> str | None:
