@@ -86,6 +86,8 @@ class Bucket:
                              hint="for s3://, install the extra: pip install 'stacklab[s3]'"
                              ) from None
         self.prefix = self.prefix.rstrip("/")
+        if hasattr(self.fs, "retries"):
+            self.fs.retries = 2  # s3fs tries 5 times, with pauses: a page would wait on it
 
     def _at(self, *names: str) -> str:
         return "/".join((self.prefix, *names))
