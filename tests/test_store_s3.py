@@ -65,7 +65,8 @@ def app_server(url, cache, monkeypatch, **options) -> RunStore:
 
 def objects(url: str) -> list[str]:
     bucket = Bucket(url)
-    return sorted(path[len(bucket.prefix) + 1:] for path in bucket.fs.find(bucket.prefix))
+    return sorted(name for path in bucket.fs.find(bucket.prefix)
+                  if (name := path[len(bucket.prefix) + 1:]))  # not the prefix's own entry
 
 
 def test_a_run_stored_on_one_app_server_opens_on_another(url, runs, tmp_path, monkeypatch):
@@ -405,12 +406,13 @@ def test_a_student_on_another_app_server_opens_the_teachers_run_link(s3, url, tm
 
 
 def test_two_app_servers_on_ray_train_a_key_once_and_both_read_it_from_the_bucket(
-        s3, url, tmp_path):
+        s3, url, tmp_path, monkeypatch):
     ray = pytest.importorskip("ray")
-    from test_ray_share import LIB, STEPS, AppServer, trainings, wait_until
+    from test_ray_share import ENDLESS, LIB, STEPS, AppServer, trainings, wait_until
 
     from stacklab.serve.workers import ray_runs
 
+    monkeypatch.setenv("STACKLAB_RUNS_CACHE", str(tmp_path / "ray-node"))  # the actors' own
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              namespace=ray_runs.NAMESPACE)
     started = []
@@ -431,6 +433,14 @@ def test_two_app_servers_on_ray_train_a_key_once_and_both_read_it_from_the_bucke
         for server in (a, b):
             late = server.ask(do="open", owner="late", key=teacher["key"])
             assert late["status"] == "finished" and late["history"] == trained["history"]
+        # a stopped run: the actor's private folder reaches A through the bucket (the
+        # actor's cache folder is not A's)
+        endless = a.ask(do="submit", owner="teacher", seed=72, steps=ENDLESS)
+        wait_until(lambda: a.ask(do="view", id=endless["id"])["step"] > 0)
+        assert a.ask(do="stop", owner="teacher", id=endless["id"])["stopped"]
+        stopped = a.wait(endless, 120)
+        assert stopped["status"] == "stopped" and stopped["step"] > 0, stopped
+        assert any((tmp_path / "ray-node").glob("*")), "the actors wrote elsewhere"
     finally:
         for server in started:
             server.close()
@@ -449,3 +459,23 @@ def test_make_bench_store_section_measures_the_three_opens():
     assert set(found["open_ms"]) == {"local", "s3_warm", "s3_cold"}
     assert all(ms > 0 for ms in found["open_ms"].values()) and found["run_bytes"] > 100_000
     assert set(found["targets"]) == {"s3_warm_within_1.5x", "s3_cold_within_3x"}
+
+
+def test_a_stopped_run_reaches_its_app_server_through_the_bucket(url, tmp_path, monkeypatch):
+    """A Ray actor on another machine writes a stopped run to its private folder; the app
+    server that started it reads it from the bucket, and the bucket lets go of it."""
+    from stacklab import TrainConfig, Trainer
+
+    trainer = Trainer(None, TrainConfig(**QUICK))
+    trainer.stop()
+    stopped = trainer.run()
+    worker = app_server(url, tmp_path / "worker", monkeypatch)
+    folder = worker.save_private(stopped)
+    assert any(name.startswith(".private/") for name in objects(url))
+    server = app_server(url, tmp_path / "server", monkeypatch)
+    held = server.hold_private(folder)  # the worker's path: another machine's
+    assert held is not None and held.status == "stopped" and held.key == stopped.key
+    assert held.folder == tmp_path / "server" / folder.name and objects(url) == []
+    assert server.hold_private(tmp_path / "elsewhere") is None  # not a private folder
+    del held  # the folder goes with the run
+    assert not (tmp_path / "server" / folder.name).exists()

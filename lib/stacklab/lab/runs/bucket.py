@@ -35,6 +35,7 @@ from ...core.errors import StackError
 log = logging.getLogger("stacklab.store")
 
 MANIFEST, FIGURES = "manifest.json", "figures.json"
+PRIVATE = ".private"  # stopped runs, handed from a worker on another machine to its server
 MANIFEST_FORMAT = "stacklab-manifest-1"
 DAMAGE = ".damage.json"  # in a cached copy: the files that did not match the manifest
 _MANIFEST_MAX_BYTES = 1 << 20
@@ -203,6 +204,22 @@ class Bucket:
 
     def put_figures(self, key: str, data: bytes) -> None:
         self._call("write", self.fs.pipe_file, self._at(key, FIGURES), data)
+
+    def put_private(self, folder: Path) -> None:
+        """Upload a private folder (`RunStore.save_private`), for its one reader."""
+        for path in sorted(folder.iterdir()):
+            if path.is_file():
+                self._call("write", self.fs.pipe_file, self._at(PRIVATE, folder.name, path.name),
+                           path.read_bytes())
+
+    def take_private(self, name: str, folder: Path | None) -> None:
+        """Copy the private folder ``name`` into ``folder`` (None: nowhere), then remove it
+        from the bucket."""
+        if folder is not None:
+            paths = self._call("list", self.fs.find, self._at(PRIVATE, name))
+            for path, data in self._call("read", self.fs.cat, paths).items():
+                (folder / path.rsplit("/", 1)[-1]).write_bytes(data)
+        self._remove_quietly(self._at(PRIVATE, name))
 
     def remove(self, key: str) -> None:
         """Drop the run ``key``: its manifest first, so that it stops existing at once."""

@@ -232,32 +232,54 @@ class RunStore:
         folder = self.root / f".private-{run.key}-{uuid.uuid4().hex[:8]}"
         folder.mkdir()
         write_run(folder, run, figures)
+        if self.bucket is not None:  # for an app server on another machine (Ray)
+            try:
+                self.bucket.put_private(folder)
+            except StackError as err:  # this machine's server still reads it here
+                log.warning("the stopped run %s stays on this machine: %s", run.key, err.message)
         return folder
 
     def hold_private(self, folder: str | Path) -> StoredRun | None:
         """The run in a private folder written by `save_private`, read without its tensors;
         the folder goes when the returned `StoredRun` is dropped (or, untouched for an
         hour, at the next eviction)."""
-        folder = Path(folder)
-        held = self._read_private(folder, StoredRun)
+        folder = self._private(Path(folder))
+        held = None if folder is None else self._read_private(folder, StoredRun)
         if held is not None:
             weakref.finalize(held, shutil.rmtree, folder, True)
         return held
 
     def take_private(self, folder: str | Path, device: str | None = "cpu") -> Run | None:
         """The run in a private folder written by `save_private`; the folder is removed."""
-        folder = Path(folder)
-        run = self._read_private(folder, lambda folder, key: _read_run(folder, key, device))
+        folder = self._private(Path(folder))
+        run = None if folder is None else self._read_private(
+            folder, lambda folder, key: _read_run(folder, key, device))
         if run is not None:
             shutil.rmtree(folder, ignore_errors=True)
         return run
 
-    def _read_private(self, folder: Path, read):
-        """``read(folder, key)`` of a private folder of this store, or None: not one (left
-        alone), or damaged (logged and removed)."""
-        name = folder.name
-        if folder.parent != self.root or not name.startswith(".private-"):
+    def _private(self, folder: Path) -> Path | None:
+        """The private folder ``folder`` of this store, here: with a bucket, one a worker
+        wrote on another machine is copied here (by its name) and leaves the bucket."""
+        if not folder.name.startswith(".private-"):
             return None
+        if self.bucket is None:
+            return folder if folder.parent == self.root else None
+        here = self.root / folder.name
+        try:
+            if here.is_dir():
+                self.bucket.take_private(folder.name, None)  # written on this machine
+            else:
+                here.mkdir(parents=True)
+                self.bucket.take_private(folder.name, here)
+        except StackError as err:
+            log.warning("the stopped run in %s cannot be read: %s", folder.name, err.message)
+        return here
+
+    def _read_private(self, folder: Path, read):
+        """``read(folder, key)`` of a private folder of this store, or None: damaged (logged
+        and removed)."""
+        name = folder.name
         try:
             return read(folder, name.split("-")[1])
         except Exception as err:  # noqa: BLE001 - damage means: no run
