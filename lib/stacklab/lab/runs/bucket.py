@@ -31,6 +31,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ...core.errors import StackError
+from .files import METRICS, MODEL, RECORD, RUN
+
+RUN_FILES = {MODEL, RECORD, METRICS, RUN}  # what a manifest may name
 
 log = logging.getLogger("stacklab.store")
 
@@ -147,7 +150,7 @@ class Bucket:
         try:
             manifest = json.loads(data[:_MANIFEST_MAX_BYTES])
             if (manifest.get("format") != MANIFEST_FORMAT or manifest.get("key") != key
-                    or "/" in manifest["folder"] or any("/" in name for name in manifest["files"])):
+                    or "/" in manifest["folder"] or not set(manifest["files"]) <= RUN_FILES):
                 raise ValueError("not a manifest of this key")
             return manifest
         except (ValueError, TypeError, KeyError, AttributeError) as err:
@@ -171,7 +174,7 @@ class Bucket:
         writer = f"{time.time_ns():x}-{uuid.uuid4().hex[:8]}"  # when it began, and who
         files = {}
         for path in sorted(folder.iterdir()):
-            if path.is_file() and path.name != FIGURES and not path.name.startswith("."):
+            if path.name in RUN_FILES:
                 data = path.read_bytes()
                 self._call("write", self.fs.pipe_file, self._at(key, writer, path.name), data)
                 files[path.name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
