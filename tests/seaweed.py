@@ -69,8 +69,8 @@ class SeaweedFS:
         self.process = subprocess.Popen(
             [self.weed, "server", f"-dir={self.folder / 'data'}", "-ip=127.0.0.1",
              "-ip.bind=127.0.0.1", *ports, *grpc, "-s3", f"-s3.config={self.folder / 's3.json'}",
-             "-s3.port.iceberg=0", "-s3.port.lance=0", "-volume.max=8",
-             "-master.volumeSizeLimitMB=64"],
+             "-s3.port.iceberg=0", "-s3.port.lance=0", "-volume.max=64",  # 7 a bucket
+             "-master.volumeSizeLimitMB=32"],
             stdout=(self.folder / "weed.log").open("a"), stderr=subprocess.STDOUT,
             start_new_session=True)
         self._wait_for_the_bucket()
