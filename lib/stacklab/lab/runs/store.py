@@ -20,6 +20,12 @@ leaves a half-written run under a key; one that does not read back completely is
 with a log line. The store holds at most ``STACKLAB_RUNS_MAX_BYTES`` (default 2 GiB): the
 least recently used runs go first.
 
+``STACKLAB_RUNS`` may also be a URL, ``s3://BUCKET/PREFIX`` (`stacklab.lab.runs.bucket`):
+a run is then written to the bucket before it appears in this machine's copy
+(``STACKLAB_RUNS_CACHE``, at most ``STACKLAB_RUNS_CACHE_BYTES``, default 1 GiB), and a run
+another server stored is read from the bucket once, into that copy, by the first reader
+(the others wait for it). The bucket's oldest runs go first past the byte bound.
+
 >>> import tempfile, stacklab
 >>> store = RunStore(tempfile.mkdtemp())
 >>> run = stacklab.train(task="position", steps=20)
@@ -29,54 +35,73 @@ least recently used runs go first.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import shutil
+import threading
 import time
 import uuid
 import weakref
-from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ...core.errors import StackError
-from ...core.resolve import resolve
-from .checkpoint import load_state, read_metadata
-from ..keys import KEY_LENGTH, is_key, run_key
-from .files import (FIGURES, FORMAT, METRICS, MODEL, RECORD, RUN, damaged, read_object,
-                    read_record, read_text, unreadable, write_run, write_text)
-from ..settings import TrainConfig
-from ..tasks import get_task
-from ..train.record import Run, Status
-
-if TYPE_CHECKING:
-    from ...core.network import Network
+from .bucket import Bucket, is_url
+from ..keys import KEY_LENGTH, is_key
+from .files import FIGURES, RUN, write_run, write_text
+from .stored import StoredRun, _read_run, _touch
+from ..train.record import Run
 
 log = logging.getLogger("stacklab.store")
 
 DEFAULT_MAX_BYTES = 2 << 30
+DEFAULT_CACHE_BYTES = 1 << 30
 STORED_STATUSES = ("finished", "diverged")  # complete and deterministic; a stopped run is not
-_RUN_JSON_MAX_BYTES = 64 << 20
 _STALE_TMP_SECONDS = 3600
+_FETCHING: dict[Path, threading.Lock] = {}  # one fetch of a run at a time, in this process
+_FETCHING_LOCK = threading.Lock()
 
 
-def default_root() -> Path:
-    return Path(os.environ.get("STACKLAB_RUNS") or Path.home() / ".cache" / "stacklab" / "runs")
+def default_location() -> str:
+    """``STACKLAB_RUNS``: a local folder (default ``~/.cache/stacklab/runs``) or a URL."""
+    return os.environ.get("STACKLAB_RUNS") or str(Path.home() / ".cache" / "stacklab" / "runs")
+
+
+def _bytes_variable(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    return int(raw) if raw.strip().isdigit() else default
 
 
 def default_max_bytes() -> int:
-    raw = os.environ.get("STACKLAB_RUNS_MAX_BYTES", "")
-    return int(raw) if raw.strip().isdigit() else DEFAULT_MAX_BYTES
+    return _bytes_variable("STACKLAB_RUNS_MAX_BYTES", DEFAULT_MAX_BYTES)
+
+
+def cache_folder(url: str) -> Path:
+    """This machine's copy of the runs of the store at ``url`` (``STACKLAB_RUNS_CACHE``, by
+    default a folder of ``~/.cache/stacklab/bucket-cache`` named after the URL)."""
+    raw = os.environ.get("STACKLAB_RUNS_CACHE")
+    name = hashlib.sha256(url.encode()).hexdigest()[:16]
+    return Path(raw) if raw else Path.home() / ".cache" / "stacklab" / "bucket-cache" / name
+
+
+def local_folder(location: str) -> Path:
+    """The local folder of the store at ``location``: the store itself, or its cache."""
+    return cache_folder(location) if is_url(location) else Path(location)
 
 
 class RunStore:
-    """Finished runs by key, on disk; see the module docstring. Safe across processes:
-    every write is a rename, and a reader only ever sees whole folders."""
+    """Finished runs by key, on disk or in a bucket; see the module docstring. Safe across
+    processes: every write is a rename (on disk) or a manifest written last (in a bucket),
+    and a reader only ever sees whole runs."""
 
     def __init__(self, root: str | Path | None = None, max_bytes: int | None = None):
-        self.root = Path(root) if root is not None else default_root()
+        self.location = str(root) if root is not None else default_location()
+        self.bucket = Bucket(self.location) if is_url(self.location) else None
+        self.root = local_folder(self.location)  # the store, or this machine's cache of it
         self.max_bytes = default_max_bytes() if max_bytes is None else max_bytes
+        self.cache_bytes = _bytes_variable("STACKLAB_RUNS_CACHE_BYTES", DEFAULT_CACHE_BYTES)
+        self.problem: StackError | None = None  # the bucket's last failure, for a reader
 
     def path(self, key: str) -> Path:
         if not is_key(key):
@@ -86,8 +111,13 @@ class RunStore:
 
     def __contains__(self, key: str) -> bool:
         try:
-            return is_key(key) and (self.root / key / RUN).is_file()
+            if not is_key(key) or (self.root / key / RUN).is_file():
+                return is_key(key)
+            return self.bucket is not None and self.bucket.has(key)
         except OSError:
+            return False
+        except StackError as err:
+            self.problem = err
             return False
 
     def touch(self, key: str) -> None:
@@ -96,7 +126,17 @@ class RunStore:
             _touch(self.root / key)
 
     def keys(self) -> list[str]:
-        """Every stored key, least recently used first."""
+        """Every stored key, least recently used first (in a bucket: oldest first)."""
+        if self.bucket is not None:
+            try:
+                return [entry.key for entry in self.bucket.entries()]
+            except StackError as err:
+                self.problem = err
+                return []
+        return self._folders()
+
+    def _folders(self) -> list[str]:
+        """The keys with a folder here, least recently used first."""
         try:
             found = [p for p in self.root.iterdir() if is_key(p.name) and p.is_dir()]
         except OSError:
@@ -112,10 +152,18 @@ class RunStore:
         if len(prefix) < 8 or len(prefix) > KEY_LENGTH or any(c not in "0123456789abcdef"
                                                                for c in prefix):
             return None
-        found = [key for key in self.keys() if key.startswith(prefix)]
+        found = [key for key in self._folders() if key.startswith(prefix)]  # this machine's
+        if self.bucket is not None and len(found) != 1:  # a bucket: listed only when needed
+            found = [key for key in self.keys() if key.startswith(prefix)]
         return found[0] if len(found) == 1 else None
 
     def size(self) -> int:
+        if self.bucket is not None:
+            try:
+                return sum(entry.bytes for entry in self.bucket.entries())
+            except StackError as err:
+                self.problem = err
+                return 0
         return sum(_folder_bytes(self.root / key) for key in self.keys())
 
     # -- writing ----------------------------------------------------------------------
@@ -125,16 +173,22 @@ class RunStore:
         with its ``figures`` (`stacklab.lab.figures.figures_json`) when they are drawn.
 
         Returns the folder, or None when the run is not kept (its status, or it alone is
-        larger than the store). An existing folder for the key is left as it is.
+        larger than the store). An existing run of the key is left as it is. In a bucket,
+        the run goes there before it appears here; a bucket that cannot be written raises
+        `StackError` and keeps nothing.
         """
         if run.status not in STORED_STATUSES:
             return None
         final = self.path(run.key)
-        if final.exists():
+        if final.exists() or self._fetch(run.key):
             if self.load(run.key, device="cpu") is not None and self._whole(run.key):
+                if self.bucket is not None:
+                    self.bucket.put(run.key, final)  # nothing when the bucket has it
                 return final  # stored already (and now the most recently used)
             aside = self.root / f".tmp-damaged-{run.key}-{uuid.uuid4().hex[:8]}"
             os.rename(final, aside)  # a damaged folder must not block its key; cleared later
+            if self.bucket is not None:
+                self.bucket.remove(run.key)  # nor a damaged run in the bucket
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.root / f".tmp-{run.key}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
@@ -143,6 +197,8 @@ class RunStore:
             if _folder_bytes(tmp) > self.max_bytes:
                 log.warning("not storing run %s: it alone is larger than the store", run.key)
                 return None
+            if self.bucket is not None:
+                self.bucket.put(run.key, tmp)  # whole, or raises: then it is not kept here
             try:
                 os.rename(tmp, final)  # atomic: the key appears whole or not at all
             except OSError:
@@ -161,8 +217,11 @@ class RunStore:
         if not (folder / RUN).is_file():
             return False
         part = folder / f".figures-{uuid.uuid4().hex[:8]}.json"
-        write_text(part, json.dumps(figures) + "\n")
+        text = json.dumps(figures) + "\n"
+        write_text(part, text)
         os.replace(part, folder / FIGURES)
+        if self.bucket is not None:
+            self.bucket.put_figures(key, text.encode())
         return True
 
     def save_private(self, run, figures: dict | None = None) -> Path:
@@ -173,32 +232,54 @@ class RunStore:
         folder = self.root / f".private-{run.key}-{uuid.uuid4().hex[:8]}"
         folder.mkdir()
         write_run(folder, run, figures)
+        if self.bucket is not None:  # for an app server on another machine (Ray)
+            try:
+                self.bucket.put_private(folder)
+            except StackError as err:  # this machine's server still reads it here
+                log.warning("the stopped run %s stays on this machine: %s", run.key, err.message)
         return folder
 
     def hold_private(self, folder: str | Path) -> StoredRun | None:
         """The run in a private folder written by `save_private`, read without its tensors;
         the folder goes when the returned `StoredRun` is dropped (or, untouched for an
         hour, at the next eviction)."""
-        folder = Path(folder)
-        held = self._read_private(folder, StoredRun)
+        folder = self._private(Path(folder))
+        held = None if folder is None else self._read_private(folder, StoredRun)
         if held is not None:
             weakref.finalize(held, shutil.rmtree, folder, True)
         return held
 
     def take_private(self, folder: str | Path, device: str | None = "cpu") -> Run | None:
         """The run in a private folder written by `save_private`; the folder is removed."""
-        folder = Path(folder)
-        run = self._read_private(folder, lambda folder, key: _read_run(folder, key, device))
+        folder = self._private(Path(folder))
+        run = None if folder is None else self._read_private(
+            folder, lambda folder, key: _read_run(folder, key, device))
         if run is not None:
             shutil.rmtree(folder, ignore_errors=True)
         return run
 
-    def _read_private(self, folder: Path, read):
-        """``read(folder, key)`` of a private folder of this store, or None: not one (left
-        alone), or damaged (logged and removed)."""
-        name = folder.name
-        if folder.parent != self.root or not name.startswith(".private-"):
+    def _private(self, folder: Path) -> Path | None:
+        """The private folder ``folder`` of this store, here: with a bucket, one a worker
+        wrote on another machine is copied here (by its name) and leaves the bucket."""
+        if not folder.name.startswith(".private-"):
             return None
+        if self.bucket is None:
+            return folder if folder.parent == self.root else None
+        here = self.root / folder.name
+        try:
+            if here.is_dir():
+                self.bucket.take_private(folder.name, None)  # written on this machine
+            else:
+                here.mkdir(parents=True)
+                self.bucket.take_private(folder.name, here)
+        except StackError as err:
+            log.warning("the stopped run in %s cannot be read: %s", folder.name, err.message)
+        return here
+
+    def _read_private(self, folder: Path, read):
+        """``read(folder, key)`` of a private folder of this store, or None: damaged (logged
+        and removed)."""
+        name = folder.name
         try:
             return read(folder, name.split("-")[1])
         except Exception as err:  # noqa: BLE001 - damage means: no run
@@ -208,21 +289,25 @@ class RunStore:
             return None
 
     def evict(self, keep: str | None = None) -> list[str]:
-        """Remove least recently used runs until the store fits ``max_bytes``."""
-        removed = []
-        keys = self.keys()
-        sizes = {key: _folder_bytes(self.root / key) for key in keys}
-        total = sum(sizes.values())
-        for key in keys:
-            if total <= self.max_bytes:
-                break
-            if key == keep:
-                continue
-            shutil.rmtree(self.root / key, ignore_errors=True)
-            total -= sizes[key]
-            removed.append(key)
+        """Remove least recently used runs until the store fits ``max_bytes`` (in a bucket:
+        the oldest runs there, and this machine's copy fits ``cache_bytes``)."""
+        removed = self._fit_folders(self.max_bytes if self.bucket is None else self.cache_bytes,
+                                    keep)
         self._clear_stale_tmp()
+        if self.bucket is None:
+            return removed
+        try:
+            entries = [(entry.key, entry.bytes) for entry in self.bucket.entries()]
+            removed = _drop_until(self.max_bytes, entries, keep, self._remove_from_bucket)
+            self.bucket.clear_stale()
+        except StackError as err:  # the run is stored: the next eviction tries again
+            self.problem = err
+            log.warning("the run store's eviction did not finish: %s", err.message)
         return removed
+
+    def _remove_from_bucket(self, key: str) -> None:
+        self.bucket.remove(key)
+        shutil.rmtree(self.root / key, ignore_errors=True)
 
     def _clear_stale_tmp(self) -> None:
         now = time.time()
@@ -255,161 +340,65 @@ class RunStore:
             return None
         folder = self.root / key
         try:
-            if not (folder / RUN).is_file():
+            if not (folder / RUN).is_file() and not self._fetch(key):
                 return None
             found = read(folder)
+        except StackError as err:
+            self.problem = err
+            log.warning("ignoring the stored run %s: %s", key, err.message)
+            return None
         except Exception as err:  # noqa: BLE001 - any damage means: not a stored run
             log.warning("ignoring the stored run %s: %s: %s", key, type(err).__name__, err)
             return None
         _touch(folder)
         return found
 
+    def _fetch(self, key: str) -> bool:
+        """Copy the run ``key`` from the bucket into this machine's cache, once (a reader
+        that asks meanwhile waits for it): False when there is no bucket or no such run."""
+        if self.bucket is None:
+            return False
+        final = self.root / key
+        with _FETCHING_LOCK:
+            lock = _FETCHING.setdefault(final, threading.Lock())
+        with lock:
+            if final.exists():
+                return True  # fetched meanwhile (or by another process)
+            self.root.mkdir(parents=True, exist_ok=True)
+            tmp = self.root / f".tmp-{key}-{uuid.uuid4().hex[:8]}"
+            tmp.mkdir()
+            try:
+                if not self.bucket.fetch(key, tmp):
+                    return False
+                try:
+                    os.rename(tmp, final)  # whole, or not at all
+                except OSError:
+                    if not final.exists():
+                        raise
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+        self.problem = None
+        self._fit_folders(self.cache_bytes, keep=key)  # this machine's copy stays bounded
+        return True
 
-class StoredRun:
-    """A run in the store, read without its tensors: its settings, status and curves (the
-    attributes of a `Run` that need no tensor), the figures its worker drew, and its files.
-    `load` reads the model and the record, for drawing what ``figures.json`` lacks."""
-
-    def __init__(self, folder: Path, key: str):
-        record, config, network = _read_record(folder, key)  # the one place it is parsed
-        self.folder, self.key = folder, key
-        self.config, self.network, self.task = config, network, get_task(config.task)
-        self.device = record["device"]
-        self.status = Status(record["status"])
-        self.step = int(record["step"])
-        self.seconds = float(record["seconds"])
-        self.error = record["error"]
-        self.history = [dict(entry) for entry in record["history"]]
-        self.train_loss = [(int(step), float(loss)) for step, loss in record["train_loss"]]
-        self.position_nodes = list(record["snapshot_steps"])
-        self._figures: dict | None = None
-        # for `_read_run`, which pairs these steps with their tensors
-        self._snapshot_steps = record["snapshot_steps"]
-        self._attention_steps = record.get("attention_steps", {})
-        self._initial_scores = record.get("initial_scores", {})
-        self._initial_measures = record.get("initial_measures", {})
-        self._length_generalization = record.get("length_generalization", {})
-
-    final = Run.final
-
-    @classmethod
-    def of_folder(cls, folder: str | Path) -> "StoredRun":
-        """The run in any folder holding a ``run.json`` (a store's, or ``stacklab train
-        --out DIR``'s); raises `StackError` when there is none or it does not read."""
-        folder = Path(folder)
-        try:
-            return cls(folder, str(_run_json(folder)["key"]))
-        except Exception as err:  # noqa: BLE001 - any damage: not a run folder
-            raise StackError("E_VALUE", f"{str(folder)[:200]} is not a stacklab run folder "
-                             f"({type(err).__name__}: {str(err)[:120]})",
-                             hint="give a folder written by `stacklab train --out DIR`, or a "
-                                  "run key of the run store") from None
-
-    def metrics(self) -> dict:
-        """The run's ``metrics.json``; `StackError` ``E_DAMAGED`` when it does not read."""
-        return read_object(self.folder, self.key, METRICS, self.metrics_text())
-
-    def figures(self) -> dict | None:
-        """What `stacklab.lab.figures.figures_json` gave when the run was stored (None for
-        a run stored without them); `StackError` ``E_DAMAGED`` when it does not read."""
-        if self._figures is None:
-            path = self.folder / FIGURES
-            if not path.is_file():
-                return None
-            self._figures = read_object(self.folder, self.key, FIGURES)
-        return self._figures
-
-    def metrics_text(self) -> str:
-        """The run's ``metrics.json``, as stored."""
-        _touch(self.folder)
-        return read_text(self.folder, self.key, METRICS)
-
-    def checkpoint_bytes(self) -> bytes:
-        """The run's ``model.safetensors``, as stored; `StackError` ``E_DAMAGED`` when it
-        is missing (a download would otherwise do nothing)."""
-        _touch(self.folder)
-        try:
-            return (self.folder / MODEL).read_bytes()
-        except OSError as err:
-            raise damaged(self.folder, self.key, MODEL, unreadable(err)) from None
-
-    def damage(self) -> StackError | None:
-        """Why this run is damaged (its first file that does not read: ``metrics.json``,
-        ``figures.json``, ``model.safetensors``' header), or None: a page asks before
-        offering the run's files. (``record.safetensors``, which `train --out` does not
-        write, is read by `load` alone.)"""
-        try:
-            self.metrics()
-            self.figures()
-            if not (self.folder / MODEL).is_file():
-                raise damaged(self.folder, self.key, MODEL, "is missing")
-            read_metadata(self.folder / MODEL, max_data_bytes=self.network.param_bytes)
-        except StackError as err:
-            if err.code == "E_DAMAGED":
-                return err
-            return damaged(self.folder, self.key, MODEL,
-                           f"is not a checkpoint ({err.message.split(': ', 1)[-1]})")
-        return None
-
-    def load(self, device: str | None = "cpu") -> Run:
-        """The whole `Run`, tensors included; raises `StackError` when the files are gone
-        (evicted from the store, or a stopped run's folder cleared: ``E_VALUE``) or do not
-        read back (``E_DAMAGED``)."""
-        if not (self.folder / RUN).is_file():
-            raise StackError("E_VALUE", f"run {self.key} is no longer in the run store",
-                             hint="train it again")
-        try:
-            _touch(self.folder)
-            return _read_run(self.folder, self.key, device)
-        except Exception as err:  # noqa: BLE001 - any damage means: the run is damaged
-            raise damaged(self.folder, self.key, "files", f"do not read back "
-                          f"({type(err).__name__}: {str(err)[:120]})") from err
+    def _fit_folders(self, bound: int, keep: str | None) -> list[str]:
+        """Remove the least recently used folders here until they fit ``bound``."""
+        keys = self._folders()
+        return _drop_until(bound, [(key, _folder_bytes(self.root / key)) for key in keys], keep,
+                           lambda key: shutil.rmtree(self.root / key, ignore_errors=True))
 
 
-def _run_json(folder: Path) -> dict:
-    """``run.json`` of ``folder``, parsed (refused when too large to be one)."""
-    if (folder / RUN).stat().st_size > _RUN_JSON_MAX_BYTES:
-        raise ValueError("run.json is too large")
-    return json.loads((folder / RUN).read_text(encoding="utf-8"))
-
-
-def _read_record(folder: Path, key: str) -> tuple[dict, TrainConfig, "Network"]:
-    """``run.json`` of ``folder``, checked to be a whole run of ``key`` (its settings give
-    ``key`` again), with its settings and resolved network; `StoredRun` reads the rest."""
-    record = _run_json(folder)
-    if record.get("format") != FORMAT or record.get("key") != key:
-        raise ValueError("run.json is not a stored run of this key")
-    names = {f.name for f in fields(TrainConfig)}
-    config = TrainConfig(**{k: v for k, v in record["config"].items() if k in names}).filled()
-    network = resolve(record["source"], record["input_shape"], input_dtype=record["input_dtype"],
-                      dtype=config.dtype)
-    if run_key(network, config, record["device"]) != key:
-        raise ValueError("the stored settings do not give this key")
-    return record, config, network
-
-
-def _read_run(folder: Path, key: str, device: str | None) -> Run:
-    """The whole `Run` in ``folder``: the `StoredRun` there with its model and tensors."""
-    stored = StoredRun(folder, key)
-    model = stored.network.build(device=device)
-    model.load_state_dict(load_state(folder / MODEL, stored.network))
-    run = Run(config=stored.config, task=stored.task, network=stored.network, model=model,
-              device=stored.device, key=key, status=stored.status, step=stored.step,
-              seconds=stored.seconds, error=stored.error, history=stored.history,
-              train_loss=stored.train_loss, initial_scores=stored._initial_scores,
-              initial_measures=stored._initial_measures,
-              length_generalization=stored._length_generalization)
-    read_record(folder / RECORD, run, stored._snapshot_steps, stored._attention_steps)
-    if set(run.initial_tables) != {name for name, _ in model.layers("position_table")}:
-        raise ValueError("the record does not hold every position table")
-    return run
-
-
-def _touch(folder: Path) -> None:
-    try:
-        os.utime(folder)  # the folder's mtime is its last use, for eviction
-    except OSError:
-        pass
+def _drop_until(bound: int, sized: list[tuple[str, int]], keep: str | None, drop) -> list[str]:
+    """``drop`` keys of ``sized`` (key, bytes), in order, until the rest fit ``bound``."""
+    total, dropped = sum(size for _, size in sized), []
+    for key, size in sized:
+        if total <= bound:
+            break
+        if key != keep:
+            drop(key)
+            total -= size
+            dropped.append(key)
+    return dropped
 
 
 def _last_used(folder: Path) -> float:

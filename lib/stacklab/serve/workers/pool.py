@@ -281,7 +281,7 @@ class JobPool:
         """On Ray: a job following the run of ``key`` that another app server trains on
         the cluster, live at once and never queued here; None when the cluster
         has none (or it ended meanwhile: it is then in the store)."""
-        follow = RayActor.follow(key, str(self.store.root)) if is_key(key) else None
+        follow = RayActor.follow(key, self.store.location) if is_key(key) else None
         if follow is None:
             return self._from_store(key)
         source, config, seconds = follow.setup
@@ -399,7 +399,7 @@ class JobPool:
 
     def _transport(self, job: Job) -> Transport:
         """How ``job`` reaches its worker: a Ray actor with a Ray address, else a process."""
-        args = (job.plan.source, job.config, self.budgets, str(self.store.root),
+        args = (job.plan.source, job.config, self.budgets, self.store.location,
                 self.store.max_bytes, self.threads_per_job, self.worker_nice)
         return (RayActor if self.ray_address else LocalProcess)(job.key, args)
 
@@ -417,7 +417,7 @@ class JobPool:
         run = self.store.open(job.key) if folder is None else self.store.hold_private(folder)
         if run is None and done.status != str(Status.FAILED):
             job.fail("the run trained but could not be read back from the run store "
-                     f"({self.store.root}); see the server's log")
+                     f"({self.store.location}); see the server's log")
             return
         if run is not None:
             _log_end(job, done.status, run)

@@ -28,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
+from ...lab.runs.store import local_folder
 from ..limits import FIGURES_WAIT_SECONDS  # a stored run's worker has as long to draw its figures
 from . import worker
 from .messages import Done, Message, decode
@@ -262,7 +263,8 @@ class RayActor:
 
         self._runs = ray_runs
         self._key, self._args = key, args
-        self._root = Path(store_root if args is None else args[3])  # `worker.train`'s store_root
+        # `worker.train`'s store_root: a folder, or a bucket's URL (then this machine's cache)
+        self._root = local_folder(store_root if args is None else args[3])
         self.stop_event = threading.Event()
         self._reader = uuid.uuid4().hex  # this transport, among the actor's readers
         self._actor = self._reference = None

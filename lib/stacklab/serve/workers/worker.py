@@ -96,7 +96,7 @@ def _stored_first(run, store: RunStore, conn, figures_nice: int) -> bool:
     with nothing sent, for a run the store does not keep."""
     if run.status not in STORED_STATUSES:
         return False
-    with _storing(run, store.root):
+    with _storing(run, store.location):
         if store.save(run) is None:
             return False
     send(conn, Stored(str(run.status), run.error, _pattern(run)))
@@ -128,6 +128,9 @@ def storage_failure(err: BaseException, run, root) -> StackError:
     number = _errno(err)
     reason = os.strerror(number) if number else f"{type(err).__name__}: {str(err)[:200]}"
     trained = f"the run trained ({run.status}, step {run.step}) but the run store at {root}"
+    if isinstance(err, StackError):  # a bucket that cannot be reached or refuses the keys
+        return StackError(err.code, f"the run trained ({run.status}, step {run.step}) but is "
+                          f"not kept: {err.message}", hint=err.hint)
     if number in FULL:
         return StackError("E_BUDGET", f"{trained} is full ({reason})",
                           hint="the server's disk is full: free space in the run store's "
