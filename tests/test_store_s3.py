@@ -451,14 +451,18 @@ def test_two_app_servers_on_ray_train_a_key_once_and_both_read_it_from_the_bucke
 
 def test_make_bench_store_section_measures_the_three_opens():
     """`make bench`'s store section starts its own SeaweedFS and opens one run= link three
-    ways; here it must run to the end (its figures are the bench's, not a test's)."""
+    ways, at the store's level and on three real app servers (one run each here); it must
+    run to the end (its figures are the bench's, not a test's)."""
     sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
     import run as bench
 
-    found = bench.bench_store()
-    assert set(found["open_ms"]) == {"local", "s3_warm", "s3_cold"}
-    assert all(ms > 0 for ms in found["open_ms"].values()) and found["run_bytes"] > 100_000
-    assert set(found["targets"]) == {"s3_warm_within_1.5x", "s3_cold_within_3x"}
+    found = bench.bench_store(page_opens=1)
+    for level in (found, found["page"]):
+        assert set(level["open_ms"]) == {"local", "s3_warm", "s3_cold"}
+        assert all(ms > 0 for ms in level["open_ms"].values())
+        assert set(level["targets"]) == {"s3_warm_within_1.5x", "s3_cold_within_3x"}
+    assert found["run_bytes"] > 100_000 and found["page"]["opens"] == 1
+    assert all(len(each) == 1 for each in found["page"]["each_open_ms"].values())
 
 
 def test_a_stopped_run_reaches_its_app_server_through_the_bucket(url, tmp_path, monkeypatch):
