@@ -306,23 +306,37 @@ def test_a_store_that_cannot_be_reached_is_a_clear_error(url, runs, tmp_path, mo
     assert code != 0 and f"the run store {url} cannot" in err
 
 
-def test_a_run_trains_but_the_page_says_it_is_not_kept(s3, url, tmp_path, monkeypatch):
-    """The pool's worker trains the run, the bucket refuses the keys: the run fails with the
-    reason a page shows, and the store keeps nothing."""
-    from stacklab import TrainConfig
-    from stacklab.serve.workers.pool import JobPool
+NOT_KEPT = """
+import sys
+from stacklab import TrainConfig
+from stacklab.lab.runs.store import RunStore
+from stacklab.serve.workers.pool import JobPool
 
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "a wrong secret")
-    pool = JobPool(workers=1, store=app_server(url, tmp_path / "a", monkeypatch))
-    try:
-        job = pool.submit("a", None, TrainConfig(task="position", steps=20)).wait(120)
-        error = job.view().error
-    finally:
-        pool.shutdown()
-    assert job.status == "failed", error
+pool = JobPool(workers=1, store=RunStore(sys.argv[1]))
+try:
+    job = pool.submit("a", None, TrainConfig(task="position", steps=20)).wait(120)
+    print(job.status)
+    print(job.view().error)
+finally:
+    pool.shutdown()
+"""
+
+
+def test_a_run_trains_but_the_page_says_it_is_not_kept(s3, url, tmp_path):
+    """The pool's worker trains the run, the bucket refuses the keys: the run fails with the
+    reason a page shows, and the store keeps nothing. In a process of its own, started with
+    the wrong secret as an app server is: the workers come from a forkserver, which keeps
+    the environment it started with (in this suite, an earlier test's)."""
+    env = {**os.environ, "AWS_SECRET_ACCESS_KEY": "a wrong secret",
+           "STACKLAB_RUNS_CACHE": str(tmp_path / "a")}
+    done = subprocess.run([sys.executable, "-c", NOT_KEPT, url], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    status, error = done.stdout.split("\n", 1)
+    assert status == "failed", error
     assert error.startswith("E_VALUE") and "the run trained (finished, step 20) but is not " \
         f"kept: the run store {url} refuses the credentials" in error, error
-    assert "a wrong secret" not in error and s3[0].key not in error
+    assert "a wrong secret" not in done.stdout + done.stderr and s3[0].key not in error
     assert not any((tmp_path / "a").glob("[0-9a-f]*"))
 
 
