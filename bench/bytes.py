@@ -45,7 +45,10 @@ LIVE_SECONDS = float(os.environ.get("BYTES_LIVE_SECONDS", "15"))
 QUIET_SECONDS = 1.5  # no HTTP response for this long: the page has what it loads
 STUDENTS = 100
 # a run that trains for minutes on two cores (20,000 steps: the most a link takes): long enough to follow it live
-LIVE_RUN = {"task": "reverse", "steps": "20000", "target_accuracy": "none", "seed": "35"}
+# and batches of 512 (the task's are 64), so that a quiet machine, which trains the task's own
+# batches 20,000 steps in about 40 s, is still training when the student has settled
+LIVE_RUN = {"task": "reverse", "steps": "20000", "batch_size": "512", "target_accuracy": "none",
+            "seed": "35"}
 VIEWPORT = {"width": 390, "height": 844}  # a phone
 CLASS_WATCHERS = 5  # more sessions on the run than views/train.py polls fastest for
 
@@ -178,6 +181,10 @@ def live(browser, url: str, seconds: float = LIVE_SECONDS) -> dict:
         meter.wait(seconds)
         per_second = [meter.totals(start + i, start + i + 1)["total"] for i in range(int(seconds))]
         whole = meter.totals(start, start + int(seconds))
+        after = page.locator("[data-testid=stAlert]", has_text="Status:").first.inner_text()
+        if "running" not in status or "running" not in after:  # a figure of a run that ended
+            raise SystemExit(f"the run was not training all through the live measurement: "
+                             f"{status.strip()!r}, then {after.strip()!r}")
         return {**whole, "seconds": int(seconds), "status": status.strip(),
                 "bytes_per_second": round(whole["total"] / int(seconds)),
                 "largest_second": max(per_second), "per_second": per_second}
