@@ -80,27 +80,32 @@ def _models_folder(root: Path) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def server():
+def start_streamlit(env: dict, log: Path, script: str = "server.py") -> tuple[subprocess.Popen, str]:
+    """A real Streamlit server of the app's ``script`` with ``env``, its output in ``log``:
+    the process and its address, once it answers."""
     port = _free_port()
-    env = {**os.environ, "STACKLAB_WORKERS": "2",
-           "STACKLAB_MODELS_DIR": str(_models_folder(SERVER_LOG.parent / "models")),
-           "STACKLAB_RUNS": str(SERVER_LOG.parent / "runs")}  # a fresh run store
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "server.py"), "--server.port",
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / script), "--server.port",
          str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=SERVER_LOG.open("w"), stderr=subprocess.STDOUT)
+        cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
             if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
+                return process, url
         except OSError:
             time.sleep(0.3)
-    else:
-        process.kill()
-        raise AssertionError("the Streamlit server did not start")
+    process.kill()
+    raise AssertionError(f"the Streamlit server did not start:\n{log.read_text()[-2000:]}")
+
+
+@pytest.fixture(scope="module")
+def server():
+    env = {**os.environ, "STACKLAB_WORKERS": "2",
+           "STACKLAB_MODELS_DIR": str(_models_folder(SERVER_LOG.parent / "models")),
+           "STACKLAB_RUNS": str(SERVER_LOG.parent / "runs")}  # a fresh run store
+    process, url = start_streamlit(env, SERVER_LOG)
     yield url
     process.terminate()
     process.wait(timeout=20)

@@ -15,8 +15,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 import uuid
 from pathlib import Path
 
@@ -358,24 +356,10 @@ def test_the_manifest_names_each_file_with_its_size_and_hash(url, runs, tmp_path
 
 
 def _streamlit(env: dict, log) -> tuple[subprocess.Popen, str]:
-    """A real Streamlit server of the app with ``env``; its address once it answers."""
-    from test_browser import ROOT
+    """A real Streamlit server of the app (app.py) with ``env``; its address once it answers."""
+    from test_browser import start_streamlit
 
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
-         str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                return process, url
-        except OSError:
-            time.sleep(0.3)
-    process.kill()
-    raise AssertionError(f"the Streamlit server did not start:\n{log.read_text()[-2000:]}")
+    return start_streamlit(env, log, "app.py")
 
 
 def test_a_student_on_another_app_server_opens_the_teachers_run_link(s3, url, tmp_path):

@@ -19,6 +19,8 @@ import gzip
 
 STATIC_PREFIX = "/static/"  # Streamlit's own hashed assets (its frontend build)
 MIN_BYTES = 1024  # smaller files gain less than their headers
+KEPT_FILES = 1024  # files kept compressed: Streamlit's build has a few hundred; any more
+# (paths a client made up, answered by a fallback page) are compressed and sent, not kept
 # content types already compressed, or not worth it
 SKIPPED_TYPES = ("font/", "image/png", "image/jpeg", "image/gif", "image/webp", "audio/",
                  "video/", "application/zip", "application/gzip", "application/wasm")
@@ -39,14 +41,23 @@ class CompressedAssets:
             await self.app(scope, receive, send)
             return
         path = scope["path"]
-        async with self._locks.setdefault(path, asyncio.Lock()):  # compressed once, not by each
-            if path not in self.cache:
+        lock = self._locks.setdefault(path, asyncio.Lock())
+        async with lock:  # compressed once, not by each browser that asks at the same time
+            if path in self.cache:
+                kept = self.cache[path]
+            else:
                 status, headers, body = await _response(self.app, scope, receive)
                 if status != 200:  # not a whole file (a 304 to a revalidation, a 404)
+                    self._locks.pop(path, None)
                     await _send(send, status, headers, body)
                     return
-                self.cache[path] = await self._compressed(headers, body)
-        kept = self.cache[path]
+                kept = await self._compressed(headers, body)
+                if len(self.cache) < KEPT_FILES:
+                    self.cache[path] = kept
+                self._locks.pop(path, None)  # the next asker finds it kept (or asks again)
+                if kept is None:  # sent as it came
+                    await _send(send, status, headers, body)
+                    return
         if kept is None:
             await self.app(scope, receive, send)
             return

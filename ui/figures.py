@@ -44,13 +44,6 @@ def chart(container, figure, key: str, columns: int = 1, score: str | None = Non
                            alt=figures.describe(figure, score))
 
 
-def plotly(container, figure, key: str, score: str | None = None) -> None:
-    """``figure`` as it is (a shared figure is not fitted again on every poll), or a
-    phone's copy on a phone, with its text alternative as its accessible name."""
-    shown = figures.phone_figure(figure) if browsers.on_phone() else figure
-    container.plotly_chart(shown, key=key, alt=figures.describe(figure, score))
-
-
 def prepared_chart(container, prepared, key: str) -> None:
     """A chart of ``prepared`` (a `PreparedFigure`: plotly JSON made once for every session
     following a run) as ``st.plotly_chart`` would show that figure, element for element

@@ -298,9 +298,9 @@ def _seconds(info: dict) -> float | None:
 
 def _said(err: BaseException) -> str:
     """``err`` in a few words, with any credential of the environment blanked out."""
-    text = f"{type(err).__name__}: {str(err)[:200]}"
-    for name in _SECRETS:
+    text = f"{type(err).__name__}: {err}"
+    for name in _SECRETS:  # blanked in the whole text, then cut: no secret is cut in two
         secret = os.environ.get(name, "")
         if len(secret) >= 4:
             text = text.replace(secret, "***")
-    return text
+    return text[:200 + len(type(err).__name__) + 2]

@@ -28,9 +28,9 @@ POLL_SHARE = 0.7  # of one core: the most that the polls of every following page
 POLL_FLOOR_SECONDS = 0.004  # Streamlit's own rerun of a page and its transport, per poll
 WINDOW_SECONDS = 10.0  # a session that polled within this long is following
 CROWD = 20  # fewer following sessions are no crowd: their pages keep their own interval
-RATE_SECONDS = 3.0
+RATE_SECONDS = 3.0  # the server's CPU per poll is measured over this long
 HOLD_SECONDS = 10.0  # a widened interval narrows again only after this long (a changed
-# interval reruns every following page once, so it must not flicker)  # the server's CPU per poll is measured over this long
+# interval reruns every following page once, so it must not flicker)
 STEPS = (1, 1.5, 2, 3, 5, 8, 10, 15, 20, 30)  # s: widened intervals, few and round (a page says it)
 
 
