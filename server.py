@@ -1,5 +1,7 @@
 """The app's server: app.py's pages on Streamlit's own server (`streamlit.starlette.App`),
-with Streamlit's static files compressed (`ui.compression`). ``make run`` starts it:
+with Streamlit's static files compressed (`ui.compression`), and the watch endpoints that
+following pages ask instead of rerunning their scripts (`ui.endpoints`, `ui.watch`).
+``make run`` starts it:
 
     streamlit run server.py --server.address 0.0.0.0
 
@@ -11,5 +13,6 @@ from starlette.middleware import Middleware
 from streamlit.starlette import App
 
 from ui.compression import CompressedAssets
+from ui.endpoints import ROUTES
 
-app = App("app.py", middleware=[Middleware(CompressedAssets)])
+app = App("app.py", routes=ROUTES, middleware=[Middleware(CompressedAssets)])

@@ -14,6 +14,10 @@ from ui import session
 from ui.lab import PollLoad, load_note
 
 
+CLASS_SECONDS = 1.0  # a followed lesson asks its class this often: on the teacher's step within one
+RUN_SECONDS = 1.0  # a page asks how a run it watches goes this often, when many watch it
+
+
 @st.cache_resource
 def load() -> PollLoad:
     """The server's following sessions and what their polls cost: one per server process."""
@@ -33,6 +37,11 @@ def measured():
         yield
     finally:
         load().polled(session.owner(), time.thread_time() - started)
+
+
+def count(follower: str, cpu_seconds: float) -> None:
+    """Count one poll that a watch endpoint answered (`ui.endpoints`) for ``follower``."""
+    load().polled(follower, cpu_seconds)
 
 
 def say_load(base: float, every: float) -> None:

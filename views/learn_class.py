@@ -11,6 +11,7 @@ import streamlit as st
 
 from stacklab import StackError
 from ui import polls, session, urls
+from ui.watch import endpoint, watch
 from ui.lab import LINK_VALUES, ClassView, new_voter_token, qr_png, write_values
 from ui.markdown import show_error
 from views.share_panel import reachable_address
@@ -18,7 +19,7 @@ from views.share_panel import reachable_address
 state = session.PageState("class", "id", "token", "following", "ended", "qr", "problem",
                           "voter", "rounds")
 
-POLL_SECONDS = 1.0  # a student's page reads the class this often: on the teacher's step within one poll
+POLL_SECONDS = polls.CLASS_SECONDS  # a student follows the teacher within one of these
 HEARTBEAT_SECONDS = 60.0  # an idle teacher's page still says it is there (the TTL is minutes)
 
 
@@ -125,7 +126,7 @@ def student_bar(view: ClassView | None) -> None:
                       icon=":material/explore:", width="stretch")
         every = polls.interval(POLL_SECONDS)  # wider when the server is loaded (ui.polls)
         polls.say_load(POLL_SECONDS, every)
-        st.fragment(run_every=every)(poll)(view.version, every)
+        st.fragment(poll)(view.version, every)
     elif state.get("ended"):
         lost = ("" if session.classes().outlives_restart else " A restart of this app "
                 "server also ends its classes, and their votes are lost.")
@@ -141,17 +142,21 @@ def student_bar(view: ClassView | None) -> None:
 
 
 def poll(version: int, every: float) -> None:
-    """Read the class at each poll (a fragment polling every ``every`` s); when the teacher
-    moved (or it ended), or the server's load changed the interval, draw the page again.
+    """Follow the class: a fragment that the page's watch (`ui.watch`) reruns only when
+    the class's version is no longer ``version`` (the teacher moved, opened or revealed a
+    vote, or the class ended); then the page is drawn again.
 
-    This is the followed lesson's poll path: nothing but one read of the class (and the
-    count of the poll, for the server's backpressure), so a hall of students following one
-    teacher costs the server little more than Streamlit's own rerun of a fragment. What a
-    followed page shows more (a student's vote) should ride on it as cheaply."""
+    This is the followed lesson's poll path. Between two moves the page asks the class's
+    watch endpoint (`ui.endpoints`) every ``every`` s, which runs no script at all, so a
+    hall of students following one teacher costs the server a few hundred tiny answers a
+    second, and one rerun each per move. Where no endpoint answers, the watch reruns this
+    fragment at the interval, as ``run_every`` would."""
     with polls.measured():
         now = session.classes().follow(state["id"], voter())
     if now is None or now.version != version or polls.interval(POLL_SECONDS) != every:
         st.rerun()
+    watch(endpoint("class", state["id"]), str(version), every, key="class_watch",
+          voter=voter())
 
 
 def class_link() -> str:

@@ -10,9 +10,8 @@ app server trains is followed live from its actor (`stacklab.serve.workers.ray_r
 Every session (an *owner*) sees only the jobs it asked for. A job ends early only when
 nobody who asked for it still watches: ``stop`` detaches the owner, and stops the run
 when it was the last watcher. Jobs wait in one queue (each knows its place), at most
-``workers`` run at once, each in a process of its own (`stacklab.serve.workers.worker`), so a
-crash, an out-of-memory kill or a SIGKILL fails only that run; a job that fails or
-diverges frees its worker and says why.
+``workers`` run at once, each in a process of its own (`stacklab.serve.workers.worker`):
+a crash, an out-of-memory kill or a SIGKILL fails only that run, which says why.
 Owners that stop polling (a closed tab) are detached after ``ttl_seconds``. A job and its
 shared figures are `job`; how a run reaches its process or Ray actor is `transport`.
 
@@ -131,6 +130,11 @@ class JobPool:
         reload or a link with ``run=KEY``. None when no run has that key."""
         return self._attach(owner, key)
 
+    def watched(self, key: str) -> Job | None:
+        """The job of ``key`` held here (live or ended), attaching no one (a watch's read)."""
+        with self._lock:
+            return self._live.get(key) or self._done.get(key)
+
     def check(self, source: str | None, config: TrainConfig) -> RunPlan:
         """The plan a submit would queue (`stacklab.lab.train.plan.plan_run`); raises
         `StackError` if the run is not allowed. Remembered per stack and settings within a
@@ -179,14 +183,12 @@ class JobPool:
                     "owners": len(self._jobs), "trainings": self.trainings}
 
     def live_keys(self) -> list[str]:
-        """The keys of the runs queued, running or finished in this pool (a run not yet in
-        the store among them), so a link's key start can name it."""
+        """The keys of the runs queued, running or finished here (a link's key start names one)."""
         with self._lock:
             return [*self._live, *self._done]
 
     def viewers(self, key: str) -> int:
-        """Sessions whose current run is ``key`` (the newest they asked for or opened):
-        watching it train, or looking at it once it has ended (a run's watchers go then)."""
+        """Sessions whose current run (newest asked for or opened) is ``key``, live or ended."""
         with self._lock:
             return sum(1 for jobs in self._jobs.values() if jobs and jobs[0].key == key)
 
