@@ -47,15 +47,20 @@ which must then be a path every node can reach. Ray is imported only here, so a 
   which imports torch and stacklab and trains two steps (`warmup`) before the first
   Train press, and then trains one run at a time (`Trainer.train`), delivering the
   run's messages to its actor at most every `DELIVER_SECONDS` and hearing back whether
-  to stop (`_Relay`). With every trainer busy, or none warm yet, the actor trains the
-  run itself, as before (`RunActor.train`). Measured side by side (``python
-  bench/ray_start.py``): a Ray run's first step 0.96 s after the press, 3.0 s before.
-  Two of Ray's own ways were measured and not taken: a ``worker_process_setup_hook``
-  (``runtime_env``) that imports torch runs in each new worker process as it starts,
-  so a new actor still waits for it (1.7 to 2.1 s, no better), and Ray hands an actor
-  to an idle pooled worker only if that worker never ran anything (the few prestarted
-  when the node starts): a worker warmed by a task that imported torch is not reused
-  for an actor, and a process of a dead actor is not kept.
+  to stop (`_Relay`). The trainer is taken, and starts, *before* the reader joins the
+  actor, so the model is built and trains while the actor's process starts; its first
+  delivery waits for the first join, and a trainer whose reader did not get to train
+  the run (another app server's did) drops it there (`RunActor.deliver` says None).
+  With every trainer busy, or none warm yet, the actor trains the run itself, as before
+  (`RunActor.train`). Measured side by side (``python bench/ray_start.py``, load
+  average about 6 on 2 cores): a Ray run's first step 1.2 s after the press (before the trainer started ahead of the join), 3.5 s
+  before (a local run's 0.1 s); `bench/loadtest.py`'s ``ray_hall300`` in
+  `docs/guide/hardening.md`. Two of Ray's own ways were measured and not taken: a
+  ``worker_process_setup_hook`` (``runtime_env``) that imports torch runs in each new
+  worker process as it starts, so a new actor still waits for it (1.7 to 2.1 s, no
+  better), and Ray hands an actor to an idle pooled worker only if that worker never ran
+  anything (the few prestarted when the node starts): a worker warmed by a task that
+  imported torch is not reused for an actor, and a dead actor's process is not kept.
 """
 
 from __future__ import annotations
@@ -95,8 +100,13 @@ def connect(address: str, trainers: int = 0) -> None:
 
 
 class _Gone(BaseException):
-    """The run's actor cannot be reached: its training ends at once (a `BaseException`, so
-    that `worker.train` does not take it for the run's own failure)."""
+    """The run's actor cannot be reached, or another reader trains the run (``ours``
+    False): its training ends at once (a `BaseException`, so that `worker.train` does not
+    take it for the run's own failure)."""
+
+    def __init__(self, ours: bool = True):
+        super().__init__()
+        self.ours = ours
 
 
 class _Relay:
@@ -104,8 +114,9 @@ class _Relay:
     actor (`RunActor.deliver`), in order, at most `DELIVER_SECONDS` apart (the end at
     once), and each delivery brings back whether the run is to stop."""
 
-    def __init__(self, run):
-        self.run, self.pending, self.stopped, self.last = run, [], False, 0.0  # the first at once
+    def __init__(self, run, reader: str):
+        self.run, self.reader = run, reader
+        self.pending, self.stopped, self.last = [], False, 0.0  # the first at once
 
     def send(self, raw: tuple) -> None:
         self.pending.append(raw)
@@ -124,9 +135,12 @@ class _Relay:
     def deliver(self) -> None:
         sent, self.pending, self.last = self.pending, [], time.monotonic()
         try:
-            self.stopped = ray.get(self.run.deliver.remote(sent), timeout=CALL_SECONDS)
+            stopped = ray.get(self.run.deliver.remote(self.reader, sent), timeout=CALL_SECONDS)
         except ray.exceptions.RayError as err:  # the actor died, or does not answer
             raise _Gone() from err
+        if stopped is None:
+            raise _Gone(ours=False)
+        self.stopped = stopped
 
 
 @ray.remote(max_concurrency=2)  # `ready` answers while a run trains
@@ -140,25 +154,32 @@ class Trainer:
 
         self.warmed = time.time()  # when the process was ready to train
         self.trained: list[str] = []  # the keys it trained, oldest first
+        self.let_go: list[str] = []  # the keys it started and let go: another reader trained them
         self.niced = 0  # how much lower this process's priority is now
 
-    def ready(self) -> tuple[int, float, list[str]]:
-        """This process's id, when it was warm, and the keys it trained."""
-        return os.getpid(), self.warmed, list(self.trained)
+    def ready(self) -> tuple[int, float, list[str], list[str]]:
+        """This process's id, when it was warm, the keys it trained and those it let go."""
+        return os.getpid(), self.warmed, list(self.trained), list(self.let_go)
 
-    def train(self, run, key: str, args: tuple) -> None:
+    def train(self, run, key: str, args: tuple, reader: str) -> None:
         """Train the run of ``key`` (``args``: `worker.train`'s after its pipe and stop
-        event) for its actor ``run``; then say it is over there."""
+        event) for its actor ``run``, as ``reader``; then say it is over there. Started
+        before ``reader`` joined the actor, it stops at its first delivery if another
+        reader trains the run."""
         self.trained.append(key)
         *args, nice = args
         if nice > self.niced:  # os.nice adds up: lower it once, to the most asked for
             worker._lower_priority(nice - self.niced)
             self.niced = nice
-        relay = _Relay(run)
+        relay = _Relay(run, reader)
         try:
             worker.train(relay, relay, *args, 0, figures_nice=0)
             ray.get(run.finish.remote(), timeout=CALL_SECONDS)
-        except (_Gone, ray.exceptions.RayError):
+        except _Gone as gone:
+            if not gone.ours:
+                self.trained.remove(key)
+                self.let_go.append(key)
+        except ray.exceptions.RayError:
             pass  # the run's actor is gone: nobody is left to hear the end
 
 
@@ -178,7 +199,7 @@ class _Trainers:
                 trainer = Trainer.remote()
                 self.calls[trainer] = trainer.ready.remote()
 
-    def train(self, run, key: str, args: tuple):
+    def train(self, run, key: str, args: tuple, reader: str):
         """The reference to a free trainer's `Trainer.train` of the run, or None when none
         is free (or warm yet)."""
         with self.lock:
@@ -189,7 +210,7 @@ class _Trainers:
                                timeout=0)
             for trainer, call in list(self.calls.items()):
                 if call in done and self._alive_locked(trainer, call):
-                    self.calls[trainer] = trainer.train.remote(run, key, args)
+                    self.calls[trainer] = trainer.train.remote(run, key, args, reader)
                     return self.calls[trainer]
             return None
 
@@ -254,10 +275,10 @@ def start(key: str, args: tuple, reader: str):
                                      get_if_exists=True).remote(key, setup)
         except ValueError:  # made by another app server, and gone again, meanwhile
             actor, role = None, "gone"
-        else:
+        else:  # a free trainer starts now, while the actor's process starts (`deliver`)
+            training = _TRAINERS.train(actor, key, args, reader)
             role = _join(actor, reader, key, train=True)[0]
         if role == "train":  # on a warm trainer of this app server; else in the actor
-            training = _TRAINERS.train(actor, key, args)
             return actor, actor.train.remote() if training is None else training
         if role == "watch":
             return actor, None

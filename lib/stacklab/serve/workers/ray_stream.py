@@ -21,6 +21,7 @@ from ...lab.runs.store import STORED_STATUSES
 from .messages import Done, Evaluated, Pattern, Step
 
 STALE_SECONDS = 30.0  # a holder silent this long no longer keeps the run going
+JOIN_SECONDS = 60.0  # how long a trainer's first delivery waits for its reader's join
 # The kinds of the encoded messages (``(kind, *fields)``), as plain strings here: the
 # classes stay in the app servers.
 STEP, EVALUATED, PATTERN, DONE = Step.kind, Evaluated.kind, Pattern.kind, Done.kind
@@ -150,13 +151,15 @@ class RunActor:
         self.trainer: str | None = None  # the reader that trains it
         self.over = False  # the training has returned
         self.lock = threading.Lock()
+        self.joined = threading.Condition(self.lock)  # notified when a reader trains it
 
     def join(self, reader: str, train: bool) -> tuple:
         """``reader`` reads the run: ``(role, key, setup, seconds)``, role ``"train"`` (the
         first reader that offers to: it has the run trained), ``"watch"``, ``"pending"``
         (nobody trains it yet) or ``"ended"`` (not to be followed)."""
-        with self.lock:
+        with self.joined:
             role = self._role_locked(reader, train)
+            self.joined.notify_all()
         return role, self.key, self.setup, time.monotonic() - self.born
 
     def _role_locked(self, reader: str, train: bool) -> str:
@@ -174,8 +177,16 @@ class RunActor:
             return "train"
         return "watch"
 
-    def deliver(self, messages: list[tuple]) -> bool:
-        """A trainer's messages of the run, in order; whether the run is to stop."""
+    def deliver(self, reader: str, messages: list[tuple]) -> bool | None:
+        """A trainer's messages of the run, in order, for ``reader``; whether the run is to
+        stop, or None when ``reader`` does not train it (the trainer started before its
+        reader joined, and another reader trains the run, or trained it): the messages
+        are dropped. The first delivery waits for the first reader to join (at most
+        `JOIN_SECONDS`)."""
+        with self.joined:
+            self.joined.wait_for(lambda: self.trainer is not None, timeout=JOIN_SECONDS)
+            if self.trainer != reader:
+                return None
         for raw in messages:
             self.stream.send(raw)
         return self.readers.is_set()
