@@ -52,9 +52,9 @@ which must then be a path every node can reach. Ray is imported only here, so a 
   delivery waits for the first join, and a trainer whose reader did not get to train
   the run (another app server's did) drops it there (`RunActor.deliver` says None).
   With every trainer busy, or none warm yet, the actor trains the run itself, as before
-  (`RunActor.train`). Measured side by side (``python bench/ray_start.py``, load
-  average about 6 on 2 cores): a Ray run's first step 1.2 s after the press (measured
-  before the trainer started ahead of the join), 3.5 s before (a local run's 0.1 s); `bench/loadtest.py`'s ``ray_hall300`` in
+  (`RunActor.train`). Measured side by side (``python bench/ray_start.py``, 2 cores,
+  load average 1-4): a Ray run's first step 1.04 s after the press, 3.75 s before (a
+  local run's 0.06-0.08 s); `bench/loadtest.py`'s ``ray_hall300`` in
   `docs/guide/hardening.md`. Two of Ray's own ways were measured and not taken: a
   ``worker_process_setup_hook`` (``runtime_env``) that imports torch runs in each new
   worker process as it starts, so a new actor still waits for it (1.7 to 2.1 s, no
