@@ -59,6 +59,8 @@ def test_a_killed_actor_fails_only_its_run(pool):
     wait_until(lambda: job.view().step > 5)
     ray.kill(ray.get_actor(ray_runs.actor_name(job.key), namespace="stacklab"), no_restart=True)
     assert job.wait(60).status == "failed" and "Ray actor" in job.view().error
+    calls = list(ray_runs._TRAINERS.calls.values())  # its trainer stops and is free again
+    wait_until(lambda: len(ray.wait(calls, num_returns=len(calls), timeout=0)[0]) == len(calls))
     assert pool.submit("b", None, dataclasses.replace(QUICK, seed=3)).wait(120).status == "finished"
 
 
@@ -105,3 +107,58 @@ def test_sweep_runs_on_ray_when_the_address_is_set(pool, tmp_path, cli, monkeypa
         rows = list(csv.DictReader(handle))
     assert [r["status"] for r in rows] == ["finished", "finished"]
     assert sorted(started) == sorted(r["key"] for r in rows)  # each one a Ray actor
+
+
+def trainers_now() -> dict:
+    """This process's trainers, once warm: pid -> (when it was warm, the keys it trained,
+    the keys it let go)."""
+    return {pid: rest for pid, *rest
+            in ray.get([trainer.ready.remote() for trainer in ray_runs.trainers()], timeout=120)}
+
+
+def test_a_run_trains_in_a_trainer_warm_before_the_train_press(pool):
+    """The pool's connection started warm trainers (torch imported, two steps trained):
+    a run trains in one of them, whose process was warm before the run was asked for, and
+    the run's own actor never imports torch."""
+    assert len(trainers_now()) == pool.workers  # ready: each answered from a warm process
+    asked = time.time()
+    job = pool.submit("a", None, dataclasses.replace(LONG, seed=4))
+    wait_until(lambda: job.view().step > 5)
+    trained_it = [(pid, warmed) for pid, (warmed, trained, _) in trainers_now().items()
+                  if job.key in trained]
+    assert len(trained_it) == 1 and trained_it[0][1] < asked
+    actor = ray.get_actor(ray_runs.actor_name(job.key), namespace=ray_runs.NAMESPACE)
+    in_actor = ray.get(actor.__ray_call__.remote(
+        lambda _: (__import__("os").getpid(), "torch" in __import__("sys").modules)))
+    assert in_actor[0] != trained_it[0][0] and not in_actor[1]
+    pool.stop("a", job.id)
+    assert job.wait(60).status == "stopped"
+
+
+def test_with_no_trainer_free_the_run_trains_in_its_actor(pool, monkeypatch):
+    monkeypatch.setattr(ray_runs._TRAINERS, "train", lambda *args: None)  # none free
+    job = pool.submit("a", None, dataclasses.replace(QUICK, seed=11))
+    assert job.wait(120).status == "finished" and job.view().pattern is not None
+    assert not any(job.key in trained for _, trained, _ in trainers_now().values())
+
+
+def test_a_trainer_started_for_a_reader_that_follows_lets_the_run_go(pool):
+    """Each start takes a free trainer before it joins the run's actor: the second start
+    of one key (another app server's reader) follows, and its trainer stops at its first
+    delivery; the run trains once, in the first start's trainer."""
+    assert len(trainers_now()) == pool.workers
+    key = "cd34" * 8
+    args = (None, dataclasses.replace(QUICK, seed=12), pool.budgets, str(pool.store.root),
+            pool.store.max_bytes, None, 0)
+    (actor, training), (_, following) = (ray_runs.start(key, args, f"reader-{n}")
+                                         for n in (1, 2))
+    try:
+        assert training is not None and following is None
+        assert ray.get(training, timeout=120) is None
+        wait_until(lambda: sorted((key in trained, key in let_go) for _, trained, let_go
+                                  in trainers_now().values()) == [(False, True), (True, False)])
+        _, messages, over, _ = ray_runs.poll(actor, "reader-2", 0)
+        assert over and [decode(raw) for raw in messages].count(Done("finished", None, None)) == 1
+    finally:
+        ray_runs.release(actor, "reader-2", trained=False)
+        ray_runs.release(actor, "reader-1", trained=True)

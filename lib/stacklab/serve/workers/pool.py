@@ -86,7 +86,7 @@ class JobPool:
         if ray_address:
             from . import ray_runs
 
-            ray_runs.connect(ray_address)
+            ray_runs.connect(ray_address, trainers=self.workers)  # warmed in the background
         self.disconnect_grace_seconds = disconnect_grace_seconds
         self._gone_since: dict[str, float] = {}  # owner -> when it was first seen disconnected
         self._lock = threading.Condition()

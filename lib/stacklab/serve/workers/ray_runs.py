@@ -1,13 +1,16 @@
 """Runs on a Ray cluster: with ``STACKLAB_RAY_ADDRESS`` set (``auto``,
-``local`` or ``ray://HOST:PORT``), the pool trains each run in a Ray actor named
-``stacklab-run-<the run key>`` (`actor_name`) instead of a local process.
+``local`` or ``ray://HOST:PORT``), each run has a Ray actor named
+``stacklab-run-<the run key>`` (`actor_name`, `ray_stream.RunActor`), and the run trains
+on the cluster instead of in a local process.
 
-The actor runs the same `stacklab.serve.workers.worker.train` as a local worker process. The
-actors live in one namespace (`NAMESPACE`), so every app server connected to the cluster
-finds a key's actor by its name: one app server trains a key, any other **follows** it
-(`follow`) instead of training it again (the pool's side of this is
-`stacklab.serve.workers.transport.RayActor`). The run comes back through the run store, which
-must then be a path every node can reach. Ray is imported only here, so a server without
+The run trains with the same `stacklab.serve.workers.worker.train` as in a local worker
+process, in one of the app server's warm **trainers** (`Trainer`, below), which hands
+what it sends to the run's actor; the actor keeps it for every reader. The actors live
+in one namespace (`NAMESPACE`), so every app server connected to the cluster finds a key's
+actor by its name: one app server trains a key, any other **follows** it (`follow`)
+instead of training it again (the pool's side of this is
+`stacklab.serve.workers.transport.RayActor`). The run comes back through the run store,
+which must then be a path every node can reach. Ray is imported only here, so a server without
 ``STACKLAB_RAY_ADDRESS`` never imports it.
 
 - **Readers.** Each app server's transport is a *reader* of the actor's stream and polls
@@ -33,202 +36,215 @@ must then be a path every node can reach. Ray is imported only here, so a server
   for the name to be free and trains anew, as a new Train press does locally. An actor
   gone between lookup and join, or one that does not answer for `CALL_SECONDS`, is
   reported (`follow` gives None; a poll raises), never waited on forever.
+- **Starting fast.** A new actor is a new worker process, and a process that imports
+  torch (any stacklab module does) pays seconds for it before the first step: about 3 s
+  from the Train press to the first step on a quiet 2-core machine, 18 s on a busy one,
+  where a local run forked from the warm fork server takes 0.07 s. So the work is split
+  in two. The run's actor is light: its code (`ray_stream`) is shipped by value and needs
+  nothing of stacklab, so its process imports Ray only (about 0.5 s on a quiet machine).
+  The training runs in a *trainer*: a long-lived actor of this app server, started when
+  it connects (`connect`, `warm`: one per run it trains at once, its pool's workers),
+  which imports torch and stacklab and trains two steps (`warmup`) before the first
+  Train press, and then trains one run at a time (`Trainer.train`), delivering the
+  run's messages to its actor at most every `DELIVER_SECONDS` and hearing back whether
+  to stop (`_Relay`). The trainer is taken, and starts, *before* the reader joins the
+  actor, so the model is built and trains while the actor's process starts; its first
+  delivery waits for the first join, and a trainer whose reader did not get to train
+  the run (another app server's did) drops it there (`RunActor.deliver` says None).
+  With every trainer busy, or none warm yet, the actor trains the run itself, as before
+  (`RunActor.train`). Measured side by side (``python bench/ray_start.py``, 2 cores,
+  load average 1-4): a Ray run's first step 1.04 s after the press, 3.75 s before (a
+  local run's 0.06-0.08 s); `bench/loadtest.py`'s ``ray_hall300`` in
+  `docs/guide/hardening.md`. Two of Ray's own ways were measured and not taken: a
+  ``worker_process_setup_hook`` (``runtime_env``) that imports torch runs in each new
+  worker process as it starts, so a new actor still waits for it (1.7 to 2.1 s, no
+  better), and Ray hands an actor to an idle pooled worker only if that worker never ran
+  anything (the few prestarted when the node starts): a worker warmed by a task that
+  imported torch is not reused for an actor, and a dead actor's process is not kept.
 """
 
 from __future__ import annotations
 
-import bisect
+import os
 import threading
 import time
-from dataclasses import replace
 
 import ray
 
-from ...lab.runs.store import STORED_STATUSES
-from . import worker
-from .messages import Done, Evaluated, Message, Pattern, Step, decode, encode
+from . import ray_stream, worker
+from .messages import Done, Stored
+
+# The run's actor is shipped by value (`ray_stream`): its process never imports stacklab.
+ray.cloudpickle.register_pickle_by_value(ray_stream)
+RunActor = ray.remote(max_concurrency=16)(ray_stream.RunActor)  # train while readers poll
+_Stream, _Readers = ray_stream._Stream, ray_stream._Readers
 
 NAMESPACE = "stacklab"
-STALE_SECONDS = 30.0  # a holder silent this long no longer keeps the run going
+STALE_SECONDS = ray_stream.STALE_SECONDS
 LINGER_SECONDS = 10.0  # how long a finished run's actor waits for its other readers
 CALL_SECONDS = 60.0  # an actor that does not answer a call in this long is lost
 RETRY_SECONDS = 0.25
+DELIVER_SECONDS = 0.1  # a trainer hands its messages to the run's actor this often
+ENDS = (Stored.kind, Done.kind)  # ... and at once when the run ends
 
 
-def connect(address: str) -> None:
-    """Join the cluster at ``address`` (``local``: start one on this machine) once."""
+def connect(address: str, trainers: int = 0) -> None:
+    """Join the cluster at ``address`` (``local``: start one on this machine) once, and
+    start warming ``trainers`` trainers for this app server's runs (`warm`): in the
+    background, never waited for here."""
     if not ray.is_initialized():
         ray.init(address=None if address == "local" else address, namespace=NAMESPACE,
                  include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    if trainers:
+        warm(trainers)
 
 
-class _Stream:
-    """What `worker.train` sends (`messages.encode`d), kept for every reader: each message
-    gets the next index; the evaluations (without their figure) and the end are kept, of
-    the steps and the pattern figures only the newest."""
+class _Gone(BaseException):
+    """The run's actor cannot be reached, or another reader trains the run (``ours``
+    False): its training ends at once (a `BaseException`, so that `worker.train` does not
+    take it for the run's own failure)."""
 
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.count = 0  # messages sent so far: the next message's index
-        self.kept: list[tuple[int, Message]] = []  # (index, message), oldest first
-        self.step: tuple[int, Step] | None = None
-        self.pattern: tuple[int, Pattern] | None = None
-        self.done: Done | None = None
+    def __init__(self, ours: bool = True):
+        super().__init__()
+        self.ours = ours
+
+
+class _Relay:
+    """`worker.train`'s pipe and stop event in a trainer: the messages go to the run's
+    actor (`RunActor.deliver`), in order, at most `DELIVER_SECONDS` apart (the end at
+    once), and each delivery brings back whether the run is to stop."""
+
+    def __init__(self, run, reader: str):
+        self.run, self.reader = run, reader
+        self.pending, self.stopped, self.last = [], False, 0.0  # the first at once
 
     def send(self, raw: tuple) -> None:
-        message = decode(raw)
-        with self.lock:
-            index, self.count = self.count, self.count + 1
-            if isinstance(message, Step):
-                self.step = (index, message)
-                return
-            if isinstance(message, Evaluated) and message.pattern is not None:
-                self.pattern = (index, Pattern(message.pattern))  # read after its evaluation
-                message = replace(message, pattern=None)
-            elif isinstance(message, Done):
-                self.done = message
-            self.kept.append((index, message))
+        self.pending.append(raw)
+        if raw[0] in ENDS or time.monotonic() - self.last >= DELIVER_SECONDS:
+            self.deliver()
+
+    def is_set(self) -> bool:
+        if time.monotonic() - self.last >= DELIVER_SECONDS:
+            self.deliver()
+        return self.stopped
 
     def close(self) -> None:
-        pass
+        if self.pending:
+            self.deliver()
 
-    def since(self, start: int) -> tuple[int, list[tuple]]:
-        """The next index, and every kept message from index ``start`` on, in order, as
-        `messages.encode` sends them."""
-        with self.lock:
-            first = bisect.bisect_left(self.kept, start, key=lambda item: item[0])
-            found = self.kept[first:] + [item for item in (self.step, self.pattern)
-                                         if item is not None and item[0] >= start]
-            return self.count, [encode(message) for _, message in sorted(found, key=lambda i: i[0])]
+    def deliver(self) -> None:
+        sent, self.pending, self.last = self.pending, [], time.monotonic()
+        try:
+            stopped = ray.get(self.run.deliver.remote(self.reader, sent), timeout=CALL_SECONDS)
+        except ray.exceptions.RayError as err:  # the actor died, or does not answer
+            raise _Gone() from err
+        if stopped is None:
+            raise _Gone(ours=False)
+        self.stopped = stopped
 
 
-class _Readers:
-    """Who reads a run's stream and who of them holds it (see the module docstring).
-    Also `worker.train`'s stop event: set, for good, once somebody held the run and
-    nobody (fresh) does any more."""
+@ray.remote(max_concurrency=2)  # `ready` answers while a run trains
+class Trainer:
+    """A warm process of one app server that trains its runs, one at a time: torch,
+    stacklab's trainer and plotly are imported, and two steps trained (`warmup`), before
+    the first run is asked for."""
+
+    def __init__(self):
+        from . import warmup  # noqa: F401 - imported for what importing it does
+
+        self.warmed = time.time()  # when the process was ready to train
+        self.trained: list[str] = []  # the keys it trained, oldest first
+        self.let_go: list[str] = []  # the keys it started and let go: another reader trained them
+        self.niced = 0  # how much lower this process's priority is now
+
+    def ready(self) -> tuple[int, float, list[str], list[str]]:
+        """This process's id, when it was warm, the keys it trained and those it let go."""
+        return os.getpid(), self.warmed, list(self.trained), list(self.let_go)
+
+    def train(self, run, key: str, args: tuple, reader: str) -> None:
+        """Train the run of ``key`` (``args``: `worker.train`'s after its pipe and stop
+        event) for its actor ``run``, as ``reader``; then say it is over there. Started
+        before ``reader`` joined the actor, it stops at its first delivery if another
+        reader trains the run."""
+        self.trained.append(key)
+        *args, nice = args
+        if nice > self.niced:  # os.nice adds up: lower it once, to the most asked for
+            worker._lower_priority(nice - self.niced)
+            self.niced = nice
+        relay = _Relay(run, reader)
+        try:
+            worker.train(relay, relay, *args, 0, figures_nice=0)
+            ray.get(run.finish.remote(), timeout=CALL_SECONDS)
+        except _Gone as gone:
+            if not gone.ours:
+                self.trained.remove(key)
+                self.let_go.append(key)
+        except ray.exceptions.RayError:
+            pass  # the run's actor is gone: nobody is left to hear the end
+
+
+class _Trainers:
+    """This app server's trainers: each one warm (its `Trainer.ready` answered) and free
+    (its last run returned) or busy; a dead one is replaced."""
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.seen: dict[str, float] = {}  # reader -> when it last polled
-        self.watching: dict[str, int] = {}  # reader -> sessions watching on its app server
-        self.holding: set[str] = set()
-        self.held = False
-        self.stopped = False
+        self.job: str | None = None  # the Ray job (this app server's connection) they are of
+        self.calls: dict[object, object] = {}  # trainer -> its last call (ready, or train)
 
-    def add(self, reader: str, hold: bool) -> bool:
-        """``reader`` reads (and holds, with ``hold``) the run; False once it has stopped."""
+    def warm(self, count: int) -> None:
         with self.lock:
-            if hold and self._stopped_locked():
-                return False
-            self.seen[reader] = time.monotonic()
-            if hold:
-                self.holding.add(reader)
-                self.held = True
-            return True
+            self._same_job_locked()
+            for _ in range(count - len(self.calls)):
+                trainer = Trainer.remote()
+                self.calls[trainer] = trainer.ready.remote()
 
-    def saw(self, reader: str, watching: int = 0) -> int:
-        """``reader`` polled, with ``watching`` sessions on its app server; how many watch
-        on the other fresh readers' servers."""
+    def train(self, run, key: str, args: tuple, reader: str):
+        """The reference to a free trainer's `Trainer.train` of the run, or None when none
+        is free (or warm yet)."""
         with self.lock:
-            if reader in self.seen:
-                self.seen[reader] = time.monotonic()
-                self.watching[reader] = watching
-            now = time.monotonic()
-            return sum(count for other, count in self.watching.items() if other != reader
-                       and now - self.seen.get(other, -STALE_SECONDS) < STALE_SECONDS)
+            self._same_job_locked()
+            if not self.calls:
+                return None
+            done, _ = ray.wait(list(self.calls.values()), num_returns=len(self.calls),
+                               timeout=0)
+            for trainer, call in list(self.calls.items()):
+                if call in done and self._alive_locked(trainer, call):
+                    self.calls[trainer] = trainer.train.remote(run, key, args, reader)
+                    return self.calls[trainer]
+            return None
 
-    def leave(self, reader: str, reading: bool) -> int:
-        """``reader`` lets go of the run (and stops reading unless ``reading``); how many
-        fresh readers are left."""
-        with self.lock:
-            self.holding.discard(reader)
-            self.watching.pop(reader, None)  # a reader that let go has nobody watching
-            if not reading:
-                self.seen.pop(reader, None)
-            self._stopped_locked()
-            return self._fresh_locked(self.seen)
-
-    def reading(self) -> int:
-        with self.lock:
-            return self._fresh_locked(self.seen)
-
-    def is_set(self) -> bool:
-        with self.lock:
-            return self._stopped_locked()
-
-    def _fresh_locked(self, readers) -> int:
-        now = time.monotonic()
-        return sum(1 for reader in readers if now - self.seen.get(reader, -STALE_SECONDS)
-                   < STALE_SECONDS)
-
-    def _stopped_locked(self) -> bool:
-        if not self.stopped and self.held and not self._fresh_locked(self.holding):
-            self.stopped = True
-        return self.stopped
-
-
-@ray.remote(max_concurrency=16)  # train runs while every reader polls
-class RunActor:
-    """One run on the cluster, read by one or more app servers."""
-
-    def __init__(self, key: str, args: tuple):
-        """``args``: `worker.train`'s arguments after its pipe and stop event."""
-        self.key, self.args = key, args
-        self.stream = _Stream()
-        self.readers = _Readers()
-        self.born = time.monotonic()
-        self.trainer: str | None = None  # the reader that trains it
-        self.over = False  # `train` has returned
-        self.lock = threading.Lock()
-
-    def join(self, reader: str, train: bool) -> tuple:
-        """``reader`` reads the run: ``(role, key, source, config, seconds)``, role
-        ``"train"`` (the first reader that offers to: call `train`), ``"watch"``,
-        ``"pending"`` (nobody trains it yet) or ``"ended"`` (not to be followed)."""
-        with self.lock:
-            role = self._role_locked(reader, train)
-        return role, self.key, self.args[0], self.args[1], time.monotonic() - self.born
-
-    def _role_locked(self, reader: str, train: bool) -> str:
-        if self.over:  # a stored run reads as today; any other trains anew
-            done = self.stream.done
-            if done is None or done.status not in STORED_STATUSES:
-                return "ended"
-            self.readers.add(reader, hold=False)
-            return "watch"
-        if self.trainer is None and not train:
-            return "pending"
-        if not self.readers.add(reader, hold=True):
-            return "ended"  # stopping: nobody held it
-        if self.trainer is None:
-            self.trainer = reader
-            return "train"
-        return "watch"
-
-    def train(self) -> None:
+    def _alive_locked(self, trainer, call) -> bool:
         try:
-            worker.train(self.stream, self.readers, *self.args, figures_nice=0)
-        finally:
-            self.over = True
+            ray.get(call, timeout=0)
+        except ray.exceptions.RayActorError:  # its process died: a new one warms instead
+            del self.calls[trainer]
+            replacement = Trainer.remote()
+            self.calls[replacement] = replacement.ready.remote()
+            return False
+        except ray.exceptions.RayError:
+            pass  # the call failed, the trainer lives on
+        return True
 
-    def poll(self, reader: str, since: int, watching: int = 0
-             ) -> tuple[int, list[tuple], bool, int]:
-        """The next cursor, the messages from ``since`` on, whether `train` returned, and
-        how many sessions watch the run on the other app servers (``watching``: on this
-        reader's)."""
-        elsewhere = self.readers.saw(reader, watching)
-        over = self.over  # read first: once over, the messages below include the end
-        count, messages = self.stream.since(since)
-        return count, messages, over, elsewhere
+    def _same_job_locked(self) -> None:
+        job = ray.get_runtime_context().get_job_id()
+        if job != self.job:  # a new connection: the old trainers went with the old one
+            self.job, self.calls = job, {}
 
-    def leave(self, reader: str) -> None:
-        self.readers.leave(reader, reading=True)
 
-    def release(self, reader: str) -> int:
-        return self.readers.leave(reader, reading=False)
+_TRAINERS = _Trainers()
 
-    def reading(self) -> int:
-        return self.readers.reading()
+
+def warm(count: int) -> None:
+    """Start ``count`` trainers for this app server's runs, if it has fewer: each imports
+    torch and stacklab and trains two steps now, not when a student presses Train."""
+    _TRAINERS.warm(count)
+
+
+def trainers() -> list:
+    """This app server's trainers (their `Trainer.ready` says what each did)."""
+    with _TRAINERS.lock:
+        return list(_TRAINERS.calls)
 
 
 def actor_name(key: str) -> str:
@@ -252,17 +268,18 @@ def start(key: str, args: tuple, reader: str):
     """The run's actor and the reference to its training call; the reference is None when
     another app server trains it already (``reader`` then follows it). An earlier run of
     the key still ending holds the name: waited for, up to `CALL_SECONDS`."""
-    deadline = time.monotonic() + CALL_SECONDS
+    deadline, setup = time.monotonic() + CALL_SECONDS, [ray.put(args)]
     while True:
         try:
             actor = RunActor.options(name=actor_name(key), namespace=NAMESPACE,
-                                     get_if_exists=True).remote(key, args)
+                                     get_if_exists=True).remote(key, setup)
         except ValueError:  # made by another app server, and gone again, meanwhile
             actor, role = None, "gone"
-        else:
+        else:  # a free trainer starts now, while the actor's process starts (`deliver`)
+            training = _TRAINERS.train(actor, key, args, reader)
             role = _join(actor, reader, key, train=True)[0]
-        if role == "train":
-            return actor, actor.train.remote()
+        if role == "train":  # on a warm trainer of this app server; else in the actor
+            return actor, actor.train.remote() if training is None else training
         if role == "watch":
             return actor, None
         if time.monotonic() > deadline:
@@ -279,8 +296,11 @@ def follow(key: str, reader: str) -> tuple | None:
         actor = ray.get_actor(actor_name(key), namespace=NAMESPACE)
     except ValueError:
         return None
-    role, *setup = _join(actor, reader, key, train=False)
-    return (actor, *setup[1:]) if role == "watch" else None
+    joined = _join(actor, reader, key, train=False)
+    if joined[0] != "watch":
+        return None
+    source, config = ray.get(joined[2][0], timeout=CALL_SECONDS)[:2]
+    return actor, source, config, joined[3]
 
 
 def poll(actor, reader: str, since: int, watching: int = 0
@@ -289,8 +309,9 @@ def poll(actor, reader: str, since: int, watching: int = 0
 
 
 def ended(reference) -> str | None:
-    """None while the actor trains; else why it ended without a word ("" when it simply
-    returned: its last message says the rest)."""
+    """None while the run trains (``reference``: its training call, on a trainer or the
+    actor); else why it ended without a word ("" when it simply returned: its last
+    message says the rest)."""
     ready, _ = ray.wait([reference], timeout=0)
     if not ready:
         return None
