@@ -11,7 +11,11 @@ processes that train) per request, and the bytes of its response, for
 - ``run_link_open`` and ``run_link_poll``: a new session opening the teacher's
   ``run=KEY`` link of a finished run, and that session asking again;
 - ``lesson_step_poll``: a student following a presented lesson (``/learn?class=ID``)
-  asking while the teacher stays on a step.
+  asking while the teacher stays on a step;
+- ``link_open_press``: a lecture hall's student (issue 38's hall500): a new session opening
+  the teacher's link (every control pinned, no ``run=``) and pressing Train, which finds
+  the teacher's finished run: the CPU of both requests together, per student, beside
+  ``floor_open_press``, Streamlit's own new session on its one-line page and one rerun.
 
 Each poll here is the agent API's: a rerun of the whole page (a browser's poll reruns only
 the page's fragment, which costs less). The targets (issue 38): a shared running poll at
@@ -114,6 +118,43 @@ def floor() -> tuple[list[float], list[int]]:
         server.close()
 
 
+def newcomers(server, query: dict | None, n: int, press: dict) -> tuple[list, list, dict]:
+    """``n`` new students, one after another, each opening ``query`` on Train (None: the
+    app's one page) and asking again with ``press``: the server CPU ms and the response
+    bytes of each student's two requests, and the last one's page."""
+    samples, sizes, student = [], [], None
+    opening = {} if query is None else {
+        "page": "train", "query_params": {k: [v] for k, v in query.items()}}
+    for _ in range(n):
+        student = loadtest.AgentStudent(server.base, query or {}, 0.0)
+        samples.append(cpu_ms(server, lambda: (student.ask(**opening), student.ask(**press))))
+        sizes.append(sum(student.sizes))
+        time.sleep(PAUSE)
+    return samples, sizes, student.snapshot
+
+
+def floor_open_press() -> tuple[list[float], list[int]]:
+    """Streamlit's floor of a new student: a new session on `FLOOR_APP`, then one rerun."""
+    server = FloorServer()
+    try:
+        time.sleep(3.0)  # the server's own start-up work, let finish
+        newcomers(server, None, 10, {})  # warm
+        return newcomers(server, None, REQUESTS, {})[:2]
+    finally:
+        server.close()
+
+
+def link_open_press(server) -> dict:
+    """The teacher's link opened by new students who each press Train and find the
+    teacher's finished run on the page that answers the press."""
+    server.settle(loadtest.teacher_trains(server))
+    press = {"trigger": {"key": "train_train"}}
+    newcomers(server, loadtest.link_query(), 5, press)  # warm
+    samples, sizes, page = newcomers(server, loadtest.link_query(), REQUESTS, press)
+    assert loadtest.pattern_shown(page), "the press did not show the teacher's run"
+    return {"link_open_press": (samples, sizes)}
+
+
 def shared_running(server) -> dict:
     """A teacher trains a long run; `SHARING` students open its ``run=KEY`` link (the
     class link) and ask in turn: the page's whole rerun (the agent's poll)."""
@@ -159,13 +200,14 @@ def lesson_step(server) -> dict:
 
 
 def measure() -> dict:
-    samples = {"floor": floor()}
+    samples = {"floor": floor(), "floor_open_press": floor_open_press()}
     server = loadtest.Server(max_sessions=REQUESTS * 2 + 40)
     try:
         loadtest.warm(server)
         samples.update(shared_running(server))
         samples.update(run_link(server))
         samples.update(lesson_step(server))
+        samples.update(link_open_press(server))
     finally:
         server.close()
     result = {name: {"mean_ms": round(statistics.mean(cpu), 1), "requests": len(cpu),

@@ -8,6 +8,7 @@
 - `ui.markdown`: user text as safe Markdown, errors on the page;
 - `ui.figures`: figures and charts on a page;
 - `ui.scripts`: notices shown once and the injected JavaScript;
+- `ui.navigation`: app.py's pages and page icon, made once per server, not per run;
 - `ui.lab`: the one module that imports from stacklab's internals, and exactly what the
   pages use of them.
 

@@ -3,6 +3,8 @@ table, a widget for an op's argument, each kept in step with the experiment and 
 
 from __future__ import annotations
 
+import functools
+
 import streamlit as st
 
 from ui import glossary, scripts, session, urls
@@ -13,6 +15,12 @@ from ui.markdown import plain
 def hidden(field: str) -> bool:
     """Whether the link hides the control for ``field`` (``hide=`` in the URL)."""
     return field in session.experiment().hide
+
+
+def unpinned(fields) -> list[str]:
+    """Those of ``fields`` whose controls the link shows (not hidden by ``hide=``)."""
+    hide = session.experiment().hide
+    return [field for field in fields if field not in hide]
 
 
 def bound(widget, field: str, label: str, page: str, **kwargs):
@@ -83,8 +91,16 @@ def show_pinned(fields) -> None:
     """Show the values a classroom link pins (hides), so students still see them; a value
     that is empty (no lengths to evaluate) says nothing and is left out, and an optional
     setting that is off reads "none", as in the link."""
-    pinned = [(f, getattr(session.experiment(), f)) for f in fields if hidden(f)]
+    note = pinned_note(session.experiment(), tuple(fields))
+    if note:
+        st.caption(note)
+
+
+@functools.lru_cache(maxsize=64)
+def pinned_note(experiment, fields: tuple[str, ...]) -> str:
+    """`show_pinned`'s caption for ``experiment`` ("" when it pins none of ``fields``): the
+    same for every student on one link, so made once for them all."""
     values = ", ".join(f"{f} = {'none' if value is None else value}"
-                       for f, value in pinned if value != "")
-    if values:
-        st.caption(f":material/lock: Set by the link: {plain(values)}")
+                       for f in fields if f in experiment.hide
+                       and (value := getattr(experiment, f)) != "")
+    return f":material/lock: Set by the link: {plain(values)}" if values else ""

@@ -4,6 +4,7 @@ change of the experiment, the run, the compared runs or the view is written back
 
 from __future__ import annotations
 
+import functools
 import uuid
 from urllib.parse import urlencode
 from dataclasses import replace
@@ -22,7 +23,7 @@ def start(own: dict[str, str] | None = None) -> Experiment:
     whose address holds only values of its own (Home: none; Learn: its lesson and step)
     gives them as ``own``: its address is those, never the experiment's."""
     if session.begin(uuid.uuid4().hex):
-        link = read_link(st.query_params.to_dict())
+        link = link_of(tuple(st.query_params.to_dict().items()))
         session.set_experiment(link.experiment)
         problems = list(link.problems)
         if link.run is not None:
@@ -37,6 +38,20 @@ def start(own: dict[str, str] | None = None) -> Experiment:
     else:
         show_own(own)
     return session.experiment()
+
+
+@functools.lru_cache(maxsize=256)
+def link_of(query: tuple[tuple[str, str], ...]) -> Link:
+    """What the address ``query`` says (`read_link`), read once for every session that
+    opens it: a lecture hall opens one link hundreds of times."""
+    return read_link(dict(query))
+
+
+@functools.lru_cache(maxsize=256)
+def address_of(link: Link) -> dict[str, str]:
+    """The address of ``link`` (`write_link`), written once for every session that shows
+    it; the caller does not change it."""
+    return write_link(link)
 
 
 def show_own(own: dict[str, str]) -> None:
@@ -114,8 +129,8 @@ def update(**changes) -> None:
 
 def sync_url() -> None:
     """Write the session's experiment, run, compared runs and view into the address."""
-    wanted = write_link(Link(session.experiment(), session.url_run_key(),
-                             tuple(session.compared()), session.view()))
+    wanted = address_of(Link(session.experiment(), session.url_run_key(),
+                              tuple(session.compared()), session.view()))
     if st.query_params.to_dict() != wanted:
         st.query_params.from_dict(wanted)
 

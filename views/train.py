@@ -141,7 +141,7 @@ if session.presenting():  # present mode: the figures one at a time, no settings
 
 # The controls of every training setting this page shows, in the table's order, four a row.
 SHOWN = [row.name for row in SETTINGS.values() if row.link and row.page == PAGE]
-UNPINNED = [name for name in SHOWN if not controls.hidden(name)]  # no empty rows on a link
+UNPINNED = controls.unpinned(SHOWN)  # no empty rows on a link
 for start in range(0, len(UNPINNED), 4):
     for column, name in zip(st.columns(4), UNPINNED[start:start + 4]):
         controls.setting_control(column, name, PAGE)
