@@ -13,8 +13,8 @@ and the browser draws it:
   escaped, and keeps the JSON of it, so N watchers cost N small answers, not N renders;
 - the run's watch endpoint (``GET /_stacklab/watch/run/KEY?kind=laptop|phone``, `answer`,
   mounted by `ui.endpoints`) answers ``{"v", "every", "live", "text", "head", "frame"}``
-  in a few hundred bytes: ``text`` is the status line as the page writes it (what an agent
-  reads), ``head`` the same as markup with the progress bar, ``frame`` the number of the
+  in a few hundred bytes: ``text`` is the status line (and the load note) as the page
+  writes it (what an agent reads; the component's data has it too, for AppTest), ``head`` the same as markup with the progress bar, ``frame`` the number of the
   newest pictures. Only a page whose pictures are older asks for them
   (``GET .../run/KEY/pictures?kind=...``, `pictures_of`): markup compressed once per
   frame (about 4 KB for both pictures), the same bytes for every watcher;
@@ -49,7 +49,8 @@ from ui.lab import load_note
 from ui.watch import endpoint
 
 INTERACTIVE = "Interactive charts (values under the pointer)"
-_KEPT = 512  # frames' markup kept (a run and kind each); the oldest go first
+_KEPT = 64  # live runs' newest pictures kept (a run and kind each; an ended run's go at
+# its first answer, the oldest first beyond this)
 
 _CSS = """
 .live-run { font-size: 16px; line-height: 1.45; }
@@ -130,6 +131,12 @@ def status_text(view, running: int) -> str:
     return f"Status: **running** — step {view.step} of {view.steps}{shared}"
 
 
+def words(view, running: int, note: str | None) -> str:
+    """What the live view says, as Markdown (what an agent or AppTest reads of it): the
+    status line, and the load note when the server widened the interval."""
+    return status_text(view, running) + (f"\n\n{note}" if note else "")
+
+
 def head_html(view, running: int, note: str | None) -> str:
     """The status line, the progress bar and the load note, as markup (texts escaped)."""
     line = escape(status_text(view, running)).replace("**", "<strong>", 1).replace(
@@ -194,13 +201,15 @@ def answer(key: str, phone: bool) -> bytes:
     version = f"{view.status.value}:{view.step}:{len(view.history)}"
     base = base_seconds(view, pool.workers)
     if base is None:
+        with _lock:  # its pictures are no longer asked for
+            _figures.pop((key, False), None), _figures.pop((key, True), None)
         return json.dumps({"v": version, "every": polls.RUN_SECONDS, "live": False}).encode()
     every = polls.interval(base)
     running = pool.stats()["running"] if view.status == Status.QUEUED else 0
     note = load_note(base, every, polls.load().followers())
     number = pictures(job, view, phone)[0]
     return json.dumps({"v": version, "every": every, "live": True,
-                       "text": status_text(view, running),
+                       "text": words(view, running, note),
                        "head": head_html(view, running, note), "frame": number}).encode()
 
 
@@ -227,5 +236,5 @@ def show(job, view, phone: bool, every: float) -> None:
     kind = f"?kind={'phone' if phone else 'laptop'}"
     _component(data={"url": endpoint("run", job.key) + kind,
                      "pictures": endpoint("run", job.key, "pictures") + kind, "every": float(every), "frame": number, "html": html,
-                     "text": status_text(view, running), "drawn": next(_drawn)},
+                     "text": words(view, running, note), "drawn": next(_drawn)},
                key="train_live", on_changed_change=lambda: None)
