@@ -20,7 +20,8 @@ one websocket). Measured:
 - **second opening**: the same link in a new page of the same context (the HTTP cache
   warm), measured the same way;
 - **following live**: a student on the run link while the run trains, the bytes each
-  second over `LIVE_SECONDS` (the mean, and the largest second).
+  second over `LIVE_SECONDS` (the mean, and the largest second): the run's watch endpoint
+  every 0.5-1 s and, once per new frame, its pictures (`ui.live_run`), with no rerun.
 
 "bytes for 100 students" multiplies the per-student figures by 100: what one access point
 carries for a class. Everything goes to bench/bytes.json.
@@ -174,14 +175,14 @@ def live(browser, url: str, seconds: float = LIVE_SECONDS) -> dict:
                                   device_scale_factor=3)
     try:
         _, page, meter = opening(context, url, STUDENT_PAGE)
-        page.wait_for_selector(".js-plotly-plot", timeout=90_000)  # the curves, plotly loaded
+        page.wait_for_selector(LIVE_PICTURES, timeout=90_000)  # the curves, drawn once
         meter.quiet()
-        status = page.locator("[data-testid=stAlert]", has_text="Status:").first.inner_text()
+        status = page.locator(LIVE_STATUS).first.inner_text()
         start = time.monotonic()
         meter.wait(seconds)
         per_second = [meter.totals(start + i, start + i + 1)["total"] for i in range(int(seconds))]
         whole = meter.totals(start, start + int(seconds))
-        after = page.locator("[data-testid=stAlert]", has_text="Status:").first.inner_text()
+        after = page.locator(LIVE_STATUS).first.inner_text()
         if "running" not in status or "running" not in after:  # a figure of a run that ended
             raise SystemExit(f"the run was not training all through the live measurement: "
                              f"{status.strip()!r}, then {after.strip()!r}")
@@ -193,6 +194,8 @@ def live(browser, url: str, seconds: float = LIVE_SECONDS) -> dict:
 
 
 STUDENT_PAGE = "[data-testid=stAlert]"  # the student's note on the run link
+LIVE_PICTURES = ".live-run-curves img"  # a live run's view (ui/live_run.py): its curves
+LIVE_STATUS = ".live-run-status"  # and its status line, both from the run's watch endpoint
 CLASS_PAGE = "[data-testid=stProgress]"  # the lesson's "Step n of m" on a class link
 HELLO_PAGE = "h1"
 

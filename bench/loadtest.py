@@ -18,9 +18,14 @@ A student's clock runs from opening the link to the trained pattern figure:
 
 - an agent student opens the link (a new session on the page it names, with its query
   parameters), presses Train when the page offers it and shows no finished run, and then
-  asks again at the page's poll interval until a response holds the finished run's
-  pattern figure. Its polls are full reruns of the page: the agent API cannot rerun a
-  fragment alone, so a poll costs the server more than a browser's does;
+  does what the browser does: while the run is live the page shows its live view
+  (`ui.live_run`), whose component data names the run's watch endpoint, and the agent asks
+  that endpoint over HTTP at the interval it gives (and its pictures, once a new frame is
+  in), with no rerun of the page; when the endpoint says the run has ended, it asks the
+  agent API again (a rerun of the whole page: the agent API cannot rerun a fragment
+  alone) until a response holds the finished run's pattern figure. Where the page shows
+  no live view it polls by reruns at the page's interval. The endpoint's requests and the
+  agent reruns are reported apart (``endpoint_requests``, ``agent_requests``);
 - the browser opens the link, presses Train when the page shows it (not on a ``run=``
   link), and stops the clock when the pattern heatmap is drawn on screen.
 
@@ -94,6 +99,7 @@ PATTERN_KEY = "train_pattern_"  # the Train page's key of the pattern chart
 FINISHED = re.compile(r"Status: \**finished")
 ENDED = re.compile(r"Status: \**(stopped|diverged|failed)")
 LOAD_NOTE = re.compile(r"updates every ([\d.]+) s")  # the page's backpressure (ui/polls.py)
+LIVE_COMPONENT = "stacklab.live_run"  # a live run's view, drawn from its endpoint (ui/live_run.py)
 TEACHER = {"task": "reverse", "seq_len": "16", "steps": "400", "device": "cpu"}
 
 
@@ -234,13 +240,26 @@ def nodes(snapshot: dict):
         stack.extend(reversed(node.get("children") or []))
 
 
+def live_watch(snapshot: dict) -> dict | None:
+    """The data of the live run's view (`ui.live_run`: a component the browser draws from
+    the run's watch endpoint), or None when the page shows no live run."""
+    for node in nodes(snapshot):
+        props = node.get("props") or {}
+        if props.get("component_name") == LIVE_COMPONENT:
+            return props.get("data") or {}
+    return None
+
+
 def texts(snapshot: dict) -> str:
-    """All the text a snapshot's elements show, one element a line."""
+    """All the text a snapshot's elements show, one element a line (a live run's view: its
+    words, as the component's data has them)."""
     found = []
     for node in nodes(snapshot):
         props = node.get("props") or {}
         found += [value for name, value in props.items()
                   if name in ("body", "label", "text", "caption") and isinstance(value, str)]
+        if props.get("component_name") == LIVE_COMPONENT:
+            found.append(str((props.get("data") or {}).get("text", "")))
     return "\n".join(found)
 
 
@@ -284,6 +303,9 @@ class AgentStudent(threading.Thread):
         self.sizes: list[int] = []  # bytes of each agent response
         self.session: str | None = None
         self.snapshot: dict = {}
+        self.polls = 0  # requests to the run's watch endpoint (answers and pictures)
+        self.poll_latencies: list[float] = []
+        self.poll_sizes: list[int] = []  # bytes of each, as sent (pictures gzipped)
 
     def ask(self, **body) -> dict:
         if self.session:
@@ -294,6 +316,38 @@ class AgentStudent(threading.Thread):
         self.session = self.snapshot.get("session_id", self.session)
         self.requests += 1
         return self.snapshot
+
+    def get(self, path: str, packed: bool = False) -> tuple[int, dict, bytes]:
+        """One request to a watch endpoint (``packed``: gzip taken, as a browser takes it)."""
+        request = urllib.request.Request(self.base + path, headers={
+            "Accept-Encoding": "gzip"} if packed else {})
+        asked = time.monotonic()
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                status, headers, body = response.status, response.headers, response.read()
+        except urllib.error.HTTPError as err:
+            status, headers, body = err.code, err.headers, b""
+        self.poll_latencies.append(time.monotonic() - asked)
+        self.poll_sizes.append(len(body))
+        self.polls += 1
+        return status, headers, body
+
+    def watch(self, data: dict, until: float) -> None:
+        """What the live view's component does in a browser: ask the run's endpoint every
+        ``every`` s (its pictures too, once a new frame is in) while the run is live;
+        return when it has ended (or no endpoint answers), for the page to be drawn again."""
+        have, every = data.get("frame"), float(data.get("every") or 1.0)
+        while time.monotonic() < until:
+            time.sleep(every)
+            status, _, body = self.get(data["url"])
+            answer = json.loads(body) if status == 200 else {}
+            if not answer.get("live"):
+                return
+            every = float(answer.get("every") or every)
+            if answer.get("frame") != have:
+                status, headers, _ = self.get(data["pictures"], packed=True)
+                if status == 200:
+                    have = int(headers.get("X-Stacklab-Frame") or 0)
 
     def run(self) -> None:
         time.sleep(self.delay)
@@ -314,7 +368,10 @@ class AgentStudent(threading.Thread):
                     pressed, self.status = True, "pressed"
                     snapshot = self.ask(trigger={"key": "train_train"})
                     continue
-                time.sleep(poll_seconds(text))
+                if (live := live_watch(snapshot)) is not None:  # the endpoint, no rerun
+                    self.watch(live, opened + STUDENT_TIMEOUT)
+                else:
+                    time.sleep(poll_seconds(text))
                 snapshot = self.ask()
             self.status = "timed out"
         except Exception as err:  # noqa: BLE001 - a load test reports, it does not stop
@@ -398,6 +455,13 @@ def visit(browser, url: str) -> float:
 
 
 # -- scenarios ---------------------------------------------------------------------------
+
+def endpoint_polls(students: list) -> dict:
+    """The students' requests to the run's watch endpoint, beside their agent reruns."""
+    return {"endpoint_requests": sum(s.polls for s in students),
+            "endpoint_request_s": distribution([t for s in students for t in s.poll_latencies]),
+            "endpoint_response_bytes": distribution([b for s in students for b in s.poll_sizes])}
+
 
 def distribution(values: list[float]) -> dict:
     values = sorted(values)
@@ -490,6 +554,7 @@ def crowd(server: Server, queries: list[dict], browser_query: dict | None,
         "load_test_cpu_s": round(time.process_time() - own_cpu, 1),
         "agent_requests": sum(s.requests for s in students),
         "agent_request_s": distribution([t for s in students for t in s.latencies]),
+        **endpoint_polls(students),
         "training_s": distribution(server.training_seconds()[trained:]),
         "server_peak_rss_mb": peak_rss_mb(server.process.pid),
         "agent_response_bytes": distribution([b for s in students for b in s.sizes]),
@@ -614,6 +679,7 @@ def split_crowd(servers: list[Server], query: dict, students: int,
             "server_cpu_per_session_s": round(sum(server.cpu() - before for server, before
                                                   in zip(servers, cpu)) / students, 3),
             "agent_request_s": distribution([t for s in crowd for t in s.latencies]),
+            **endpoint_polls(crowd),
             "server_peak_rss_mb": [peak_rss_mb(server.process.pid) for server in servers]}
 
 

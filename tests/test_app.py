@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import os
 import time
 import zlib
@@ -371,8 +372,16 @@ def test_layer_buttons_apply_to_the_text_as_it_is():
 LONG_LINK = dict(task="reverse", steps="20000", target_accuracy="none", seed="41")
 
 
+def live_text(at) -> str:
+    """What a live run's view says (`ui.live_run`: a component the browser draws, whose data
+    holds its words)."""
+    return " ".join(json.loads(c.proto.json).get("text", "") for c in at.get("bidi_component")
+                    if c.proto.component_name == "stacklab.live_run")
+
+
 def status_text(at) -> str:
-    return " ".join(m.value for m in [*at.info, *at.success, *at.warning, *at.error])
+    return " ".join([*(m.value for m in [*at.info, *at.success, *at.warning, *at.error]),
+                     live_text(at)])
 
 
 def test_two_sessions_on_one_link_share_one_training_and_stop_detaches():

@@ -259,12 +259,13 @@ def test_the_teachers_run_link_fits_phones_while_training_and_after(server, brow
     teacher.wait_for_function("() => window.location.search.includes('run=')", timeout=30_000)
     key = teacher.evaluate("new URLSearchParams(window.location.search).get('run')")
     pattern = "[class*='st-key-train_pattern_'] img"
+    live = ".live-run-pattern img"  # while it trains: the live view (ui.live_run)
     students = [phone(browser, size) for size in PHONES]
     for student in students:
         student.goto(f"{server}/train?run={key[:8]}")
     for student in students:
-        student.locator(pattern).wait_for(timeout=60_000)
-        assert_fits_a_phone(student, pattern)
+        student.locator(live).wait_for(timeout=60_000)
+        assert_fits_a_phone(student, live)
         assert student.get_by_text("Status: running").count() == 1  # checked while it trains
         shot(student, "phone_run_training.png")
     for student in students:

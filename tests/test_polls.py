@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from stacklab.lab.figures.curves import training_curves
+from test_app import live_text
 from stacklab.serve.workers.job_polls import (POLL_SHARE, STEPS, PollLoad, load_note,
                                               poll_interval)
 
@@ -196,8 +197,8 @@ def test_a_loaded_server_widens_a_shared_runs_poll_and_the_page_says_so(hall):
     at.button(key="train_train").click().run()
     hall(600)
     at.run()
-    captions = " ".join(c.value for c in at.caption)
-    assert "Many students are connected" in captions and "updates every" in captions
+    said = live_text(at)  # the live view's words (ui.live_run), as its component has them
+    assert "Many students are connected" in said and "updates every" in said
     at.button(key="train_stop").click().run()
 
 

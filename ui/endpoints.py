@@ -5,8 +5,11 @@ seconds, answered from what the server holds, with no script run.
   or never was), bumped when its teacher moves, opens a vote round or reveals one. The
   follower's vote token (header `ui.watch.VOTER_HEADER`) counts the page as following,
   for the projector's "N voted of M following".
-- ``GET /_stacklab/watch/run/KEY``: the run's version on this server (its status, step and
-  evaluations), ``"unknown"`` for a run this server does not hold.
+- ``GET /_stacklab/watch/run/KEY?kind=laptop|phone&have=N``: a run's live view on this
+  server (`ui.live_run`: its status line, and its pictures when the asker's frame ``have``
+  is not the newest), ``"live": false`` once it has ended, and ``"unknown"`` for a run
+  this server does not hold (a key that is no run key is refused with 404);
+  ``GET /_stacklab/watch/run/KEY/pictures?kind=...``: its newest pictures, as markup.
 
 Each answer is ``{"v": VERSION, "every": SECONDS}``: ``every`` is the interval this
 page should ask at, which the server widens under load (`ui.polls`); each request is
@@ -15,17 +18,20 @@ counted and timed there as one poll. server.py mounts `ROUTES` beside the app's 
 
 from __future__ import annotations
 
+import re
 import time
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ui import polls, session
+from ui import live_run, polls, session
 from ui.watch import PREFIX, VOTER_HEADER
 
 HEADERS = {"Cache-Control": "no-store"}  # an answer is true now only
+KEY = re.compile(r"[0-9a-f]{32}")  # a run key (`stacklab.lab.keys`)
+UNKNOWN = {"v": "unknown", "every": polls.RUN_SECONDS, "live": False}
 
 
 def _answer(version: str, base: float) -> JSONResponse:
@@ -48,21 +54,50 @@ async def class_version(request: Request) -> JSONResponse:
     return _answer(version, polls.CLASS_SECONDS)
 
 
-async def run_version(request: Request) -> JSONResponse:
+def _timed(ask, *args):
     started = time.thread_time()
-    job = session.pool().watched(request.path_params["key"])
-    if job is None:
-        version, base = "unknown", polls.RUN_SECONDS
-    else:
-        progress = job.progress
-        version = f"{job.status.value}:{progress.step}:{len(progress.history)}"
-        base = polls.RUN_SECONDS
-    polls.count(f"run:{request.client.host if request.client else ''}",
-                time.thread_time() - started)
-    return _answer(version, base)
+    return ask(*args), time.thread_time() - started
+
+
+def _run_key(request: Request) -> str | None:
+    key = request.path_params["key"]
+    return key if KEY.fullmatch(key) else None  # not a run key: nothing to look up
+
+
+def _asker(request: Request) -> str:
+    return f"run:{request.client.host if request.client else ''}"
+
+
+async def run_version(request: Request) -> Response:
+    key = _run_key(request)
+    if key is None:
+        return JSONResponse(UNKNOWN, status_code=404, headers=HEADERS)
+    body, cpu = await run_in_threadpool(_timed, live_run.answer, key,
+                                        request.query_params.get("kind") == "phone")
+    polls.count(_asker(request), cpu)
+    return Response(body, media_type="application/json", headers=HEADERS)
+
+
+async def run_pictures(request: Request) -> Response:
+    """The newest pictures of a live run (`ui.live_run.pictures_of`): the same compressed
+    bytes for every asker that takes gzip."""
+    key = _run_key(request)
+    # in a thread: a new frame's pictures take milliseconds to write, once per frame
+    found, cpu = (None, 0.0) if key is None else await run_in_threadpool(
+        _timed, live_run.pictures_of, key, request.query_params.get("kind") == "phone")
+    polls.count(_asker(request), cpu)
+    if not found:
+        return Response(status_code=404, headers=HEADERS)
+    number, markup, packed = found
+    headers = {**HEADERS, "X-Stacklab-Frame": str(number), "Vary": "Accept-Encoding"}
+    if "gzip" in request.headers.get("accept-encoding", ""):
+        return Response(packed, media_type="text/html; charset=utf-8",
+                        headers={**headers, "Content-Encoding": "gzip"})
+    return Response(markup, media_type="text/html; charset=utf-8", headers=headers)
 
 
 ROUTES = [
     Route(f"{PREFIX}/class/{{class_id}}", class_version, methods=["GET"]),
     Route(f"{PREFIX}/run/{{key}}", run_version, methods=["GET"]),
+    Route(f"{PREFIX}/run/{{key}}/pictures", run_pictures, methods=["GET"]),
 ]

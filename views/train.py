@@ -3,14 +3,14 @@
 import streamlit as st
 
 from stacklab import TASKS, StackError, Status, figures
-from ui import browsers, controls, polls, scripts, session, urls
+from ui import browsers, controls, live_run, polls, scripts, session, urls
 from ui.figures import prepared_chart, still_html
 from ui.lab import SETTINGS, annotate, available_devices, length_rows
 from ui.markdown import plain, show_error
 from views import share_panel
 
 PAGE = "train"
-state = session.PageState(PAGE, "error", "pattern_hover")
+state = session.PageState(PAGE, "error", "pattern_hover", "interactive")
 experiment = urls.start()
 if not session.presenting():
     st.title("Train")
@@ -23,20 +23,10 @@ job = session.current_job()
 view = job.view(owner) if job else None
 
 
-def shared_note(now) -> str:
-    others = now.watchers - (1 if now.active else 0)
-    return f" — shared with {others} other session{'s' * (others != 1)}" if others > 0 else ""
-
-
 def base_seconds(view) -> float | None:
-    """How often the page polls on its own: often while a run trains, seldom while it waits
-    (a classroom has many queued runs; further back than the next to start, seldom still),
-    and less often for a run that many sessions watch (each poll is a script run)."""
-    if view is None or not view.active:
-        return None
-    if view.status == Status.QUEUED:
-        return 2.0 if (view.position or 1) <= pool.workers else 4.0
-    return 0.5 if view.watchers <= 4 else 1.0
+    """How often the page asks about its run on its own (`ui.live_run.base_seconds`): often
+    while it trains, seldom while it waits, less often for a run that many sessions watch."""
+    return live_run.base_seconds(view, pool.workers)
 
 
 def poll_seconds(view) -> float | None:
@@ -65,15 +55,40 @@ def pattern_figure(container, current, now, frame) -> None:
 
 
 EVERY = poll_seconds(view)  # the status panel's interval, as this run of the page set it
+# While the run is live, the browser draws its view from the run's watch endpoint and the
+# panel reruns only once it has ended (`ui.live_run`); with the interactive charts asked
+# for (values under the pointer), or on the projector, it reruns at the interval.
+INTERACTIVE = bool(state.get("interactive")) or session.presenting()
+WATCHED = EVERY is not None and not INTERACTIVE
 
 
-@st.fragment(run_every=EVERY)
+@st.fragment(run_every=None if WATCHED else EVERY)
 def status_panel():
     if EVERY is None:
         show_status()
         return
     with polls.measured():  # counted and timed: the server's backpressure (ui.polls)
-        show_status()
+        if not (WATCHED and show_live()):
+            show_status()
+
+
+def show_live() -> bool:
+    """The live run's view, drawn in the browser from its watch endpoint (`ui.live_run`);
+    False when the run is no longer live (the panel then shows it in full)."""
+    current = session.current_job()
+    now = current.view(owner) if current is not None else None
+    if now is None or not now.active:
+        return False
+    scripts.show_changed_since(current)
+    live_run.show(current, now, browsers.on_phone(), EVERY)
+    live_toggle()
+    return True
+
+
+def live_toggle() -> None:
+    """The switch to the interactive charts while the run trains (the page is drawn again)."""
+    if st.toggle(live_run.INTERACTIVE, key=state.key("interactive")) != INTERACTIVE:
+        st.rerun()
 
 
 def show_status():
@@ -84,11 +99,8 @@ def show_status():
         return
     now = current.view(owner)
     scripts.show_changed_since(current)  # a run of an earlier experiment says so, first
-    if now.status == Status.QUEUED:
-        st.info(f"Status: **queued** — position {now.position} in the queue "
-                f"({pool.stats()['running']} runs in progress){shared_note(now)}")
-    elif now.status == Status.RUNNING:
-        st.info(f"Status: **running** — step {now.step} of {now.steps}{shared_note(now)}")
+    if now.active:
+        st.info(live_run.status_text(now, pool.stats()["running"]))
     elif now.status == Status.FINISHED:
         final = now.history[-1] if now.history else None
         accuracy = f"; held-out accuracy {final['accuracy']:.1%}" if final else ""
@@ -106,6 +118,8 @@ def show_status():
     st.progress(now.progress, text=f"{now.step} / {now.steps} steps")
     if now.active:
         polls.say_load(base_seconds(now), EVERY or 0.0)
+        if not session.presenting():
+            live_toggle()
     if now.history:
         phone = browsers.on_phone()  # a phone's copies, laid out for its one column
         frame = current.frame(now, figures.PHONE_WIDTH if phone else figures.column_width(2),

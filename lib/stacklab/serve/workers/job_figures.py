@@ -158,7 +158,9 @@ class JobFigures:
 
         def draw() -> LiveFrame:
             curves = self.curves(history, train_loss) if history else None
-            return make_frame(len(history), width, curves, pattern, still_font, phone)
+            last = history[-1]["step"] if history else 0
+            points = (history, [(step, loss) for step, loss in train_loss if step <= last])
+            return make_frame(len(history), width, curves, pattern, still_font, phone, points)
 
         # the frame holds ``pattern``, so its id names no other figure while it is kept
         return self._frames.get(name, (len(history), id(pattern), width, still_font), draw)

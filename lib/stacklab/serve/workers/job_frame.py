@@ -1,6 +1,8 @@
 """A run's live view prepared once per evaluation and handed to every watcher (a lecture
 hall's 300 sessions poll the same run): the training curves and the pattern figure as the
-plotly JSON a chart element carries, and the pattern figure's still picture.
+plotly JSON a chart element carries, and still pictures of both (the pattern figure's, an
+SVG holding a PNG; the curves', `stacklab.lab.figures.curves_picture`), which a page that
+watches the run through the server's watch endpoint shows without rerunning its script.
 
 Without it, each session's poll built its own chart element of both figures: plotly's
 ``to_dict`` and ``to_json`` of each, per session and per poll. With it, a poll hands the
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 import plotly.io
 
 from ...lab.figures import PHONE_WIDTH, RunFigure, describe, figure_svg, fit_title, phone_figure
+from ...lab.figures.curves_picture import curves_svg
 
 FRAME_SECONDS = 0.5  # a live run's watchers get a new frame at most this often
 
@@ -41,7 +44,8 @@ class PreparedFigure:
 class LiveFrame:
     """A run's live view at one evaluation (``evaluations`` of them so far): the training
     curves and the pattern figure (with its words), prepared for a column ``width`` px wide
-    (a phone's copies of them when ``phone``)."""
+    (a phone's copies of them when ``phone``); ``curves_still``: the curves' still picture
+    (SVG), as a watch endpoint sends it."""
 
     evaluations: int
     width: int
@@ -49,6 +53,7 @@ class LiveFrame:
     pattern: RunFigure | None
     pattern_figure: PreparedFigure | None
     phone: bool = False
+    curves_still: str | None = None
     made: float = field(default_factory=time.monotonic)  # when (time.monotonic)
 
 
@@ -71,13 +76,18 @@ def prepare(figure, width: int, still_font: int | None = None, score: str | None
 
 
 def make_frame(evaluations: int, width: int, curves, pattern: RunFigure | None,
-               still_font: int, phone: bool = False) -> LiveFrame:
+               still_font: int, phone: bool = False, points: tuple | None = None) -> LiveFrame:
     """The frame of a run with ``evaluations`` so far: ``curves`` (a figure, or None before
-    the first) and ``pattern`` prepared for a column ``width`` px wide, or for a phone."""
+    the first) and ``pattern`` prepared for a column ``width`` px wide, or for a phone;
+    with ``points`` (the history and batch losses the curves show), the curves' still
+    picture too."""
+    still_width = PHONE_WIDTH if phone else width
     return LiveFrame(
         evaluations=evaluations, width=width,
         curves=prepare(curves, width, phone=phone) if curves is not None else None,
         pattern=pattern,
         pattern_figure=(prepare(pattern.figure, width, still_font, pattern.score, phone)
                         if pattern is not None else None),
-        phone=phone)
+        phone=phone,
+        curves_still=(curves_svg(*points, width=still_width, font=max(still_font - 1, 14))
+                      if points is not None and points[0] else None))
