@@ -15,6 +15,7 @@ from ui.lab import PollLoad, load_note
 
 
 CLASS_SECONDS = 1.0  # a followed lesson asks its class this often: on the teacher's step within one
+VOTES_SECONDS = 0.5  # the projector asks its class's votes this often: a vote shows within 2 s
 RUN_SECONDS = 1.0  # a page asks how a run it watches goes this often, when many watch it
 
 
