@@ -664,6 +664,7 @@ class Watch:
     def __init__(self, base: str):
         self.base = base
         self.polls: list[tuple[float, float]] = []  # (when answered, seconds) of each poll
+        self.intervals: list[float] = []  # the interval each answer said (the backpressure)
 
     @staticmethod
     def data(snapshot: dict, path: str) -> dict | None:
@@ -689,6 +690,7 @@ class Watch:
             answer = {}
         self.polls.append((time.monotonic(), time.monotonic() - asked))
         every = answer.get("every") or data.get("every") or 1.0
+        self.intervals.append(float(every))
         return answer.get("v") != data.get("version"), float(every)
 
 
@@ -775,6 +777,7 @@ def lesson_class(server: Server, students: int, arrival: float = ARRIVAL_SECONDS
             "agent_response_bytes": distribution([b for s in crowd for b in s.sizes]),
             "endpoint_polls": sum(len(s.watch.polls) for s in crowd),  # the class's version
             "endpoint_poll_ms": distribution([1000 * t for s in crowd for _, t in s.watch.polls]),
+            "endpoint_interval_s": distribution([e for s in crowd for e in s.watch.intervals]),
             "server_peak_rss_mb": peak_rss_mb(server.process.pid)}
 
 

@@ -179,3 +179,21 @@ def test_without_the_endpoint_the_page_reruns_at_the_interval_and_still_follows(
         student.context.close()
         process.terminate()
         process.wait(timeout=20)
+
+
+def test_an_endpoint_poll_weighs_an_http_answer_not_a_rerun_and_a_student_counts_once():
+    """The backpressure (`PollLoad`) of 300 students asking the class's endpoint: each poll
+    costs the server an HTTP answer, so their interval stays the base where 300 reruns a
+    second would widen it; and a student's endpoint polls and page runs are one follower."""
+    from stacklab.serve.workers.job_polls import ANSWER_FLOOR_SECONDS, PollLoad
+    from ui.polls import follower_of
+
+    now = [0.0]
+    watched = PollLoad(clock=lambda: now[0], cpu_clock=lambda: 0.0, floor_seconds=0.004)
+    rerun = PollLoad(clock=lambda: now[0], cpu_clock=lambda: 0.0, floor_seconds=0.004)
+    for student in range(300):
+        watched.polled(follower_of(f"student-{student:04d}"), 0.0001, ANSWER_FLOOR_SECONDS)
+        rerun.polled(f"session-{student}", 0.0001)
+    assert watched.interval(1.0) == 1.0 < rerun.interval(1.0)
+    watched.polled(follower_of("student-0001"), 0.002)  # that student's page ran once
+    assert watched.followers() == 300

@@ -59,7 +59,7 @@ async def class_version(request: Request) -> JSONResponse:
     # in a thread: a class on the Ray cluster is a call to its actor
     version, cpu = await run_in_threadpool(_class_version, request.path_params["class_id"],
                                            voter)
-    polls.count(f"voter:{voter}" if voter else "class", cpu)
+    polls.count(polls.follower_of(voter) if voter else "class", cpu)
     return _answer(version, polls.CLASS_SECONDS)
 
 
