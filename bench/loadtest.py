@@ -45,7 +45,10 @@ Scenarios (students arrive over ``ARRIVAL_SECONDS``):
   so ("updates every N s"), and the agent students ask as the page says;
 - ``run_link_300``: as ``run_link_100``, with 300 students on the finished run's link;
 - ``lesson_100``: a teacher presents a lesson and 100 students follow its class link; the
-  teacher moves three times, and each move's seconds to each student's page are measured;
+  teacher moves three times, and each move's seconds to each student's page are measured.
+  Each student follows as a browser does (`Watch`): it asks the class's watch endpoint
+  at the page's interval and reruns its page only when the teacher moved; both kinds of
+  request are counted and timed;
 - ``ray_hall300``: past one server: a local Ray head and two app servers on it (the Ray
   recipe), the 300 students of one link split between them (a load balancer with sticky
   sessions keeps each on one): one training for the cluster;
@@ -714,14 +717,59 @@ MOVES = ("learn_next", "learn_next", "learn_previous")  # the teacher's moves: t
 MOVE_SECONDS = 8.0  # between two of the teacher's moves
 
 
+WATCH = "stacklab.watch"  # the component a following page watches the server with (ui/watch.py)
+WATCH_HEADER = "X-Stacklab-Voter"  # the follower's vote token, as the component sends it
+
+
+class Watch:
+    """What the browser's watch component does (ui/watch.py), for an agent session: read the
+    component's ``data`` from the page's snapshot (the agent API shows it, and cannot run
+    it), ask its endpoint over HTTP with the follower's header, and say when the version
+    changed, for the agent to rerun its page then. Each endpoint poll's seconds are kept."""
+
+    def __init__(self, base: str):
+        self.base = base
+        self.polls: list[tuple[float, float]] = []  # (when answered, seconds) of each poll
+        self.intervals: list[float] = []  # the interval each answer said (the backpressure)
+
+    @staticmethod
+    def data(snapshot: dict, path: str) -> dict | None:
+        """The data of the snapshot's watch whose endpoint's path holds ``path``."""
+        for node in nodes(snapshot):
+            props = node.get("props") or {}
+            data = props.get("data")
+            data = json.loads(data) if isinstance(data, str) else data or {}
+            if props.get("component_name") == WATCH and path in str(data.get("url", "")):
+                return data
+        return None
+
+    def changed(self, data: dict) -> tuple[bool, float]:
+        """One poll of ``data``'s endpoint: whether the version moved on from the page's
+        (or no endpoint answered: the component then reruns too), and the next interval."""
+        headers = {WATCH_HEADER: data["voter"]} if data.get("voter") else {}
+        asked = time.monotonic()
+        try:
+            request = urllib.request.Request(self.base + data["url"], headers=headers)
+            with urllib.request.urlopen(request, timeout=60) as response:
+                answer = json.loads(response.read())
+        except (OSError, ValueError):
+            answer = {}
+        self.polls.append((time.monotonic(), time.monotonic() - asked))
+        every = answer.get("every") or data.get("every") or 1.0
+        self.intervals.append(float(every))
+        return answer.get("v") != data.get("version"), float(every)
+
+
 class LessonStudent(AgentStudent):
-    """A student on a presented lesson's class link (``/learn?class=ID``): asks at the
-    page's interval (1 s, or as the page says under load) until ``done``, and notes when
-    the page first showed each new step."""
+    """A student on a presented lesson's class link (``/learn?class=ID``), as a browser
+    follows it: the page's watch asks the class's endpoint at its interval (1 s, wider as
+    the server says under load) and the page reruns (one agent request) only when the
+    teacher moved, until ``done``; notes when the page first showed each new step."""
 
     def __init__(self, base: str, class_id: str, delay: float, done: threading.Event):
         super().__init__(base, {"class": class_id}, delay, page="learn")
         self.done = done
+        self.watch = Watch(base)
         self.seen: list[tuple[float, int]] = []  # (monotonic time, step) at each change
 
     def run(self) -> None:
@@ -736,8 +784,14 @@ class LessonStudent(AgentStudent):
                 if "Following the teacher" not in text:
                     self.status = "not following"
                     return
-                time.sleep(float(widened[1]) if (widened := LOAD_NOTE.search(text)) else 1.0)
-                snapshot = self.ask()
+                data, changed = Watch.data(snapshot, "/class/"), True
+                every = data["every"] if data else 1.0
+                while not self.done.wait(every) and data is not None:
+                    changed, every = self.watch.changed(data)
+                    if changed:
+                        break
+                if changed and not self.done.is_set():
+                    snapshot = self.ask()
             self.status = "finished"
         except Exception as err:  # noqa: BLE001 - a load test reports, it does not stop
             self.status = f"error: {type(err).__name__}: {err}"[:300]
@@ -784,9 +838,12 @@ def lesson_class(server: Server, students: int, arrival: float = ARRIVAL_SECONDS
             "wall_s": round(time.monotonic() - started, 1),
             "server_cpu_s": round(server.cpu() - cpu, 1),
             "server_cpu_per_session_s": round((server.cpu() - cpu) / students, 3),
-            "agent_requests": sum(s.requests for s in crowd),
+            "agent_requests": sum(s.requests for s in crowd),  # opening, then a rerun a move
             "agent_request_s": distribution([t for s in crowd for t in s.latencies]),
             "agent_response_bytes": distribution([b for s in crowd for b in s.sizes]),
+            "endpoint_polls": sum(len(s.watch.polls) for s in crowd),  # the class's version
+            "endpoint_poll_ms": distribution([1000 * t for s in crowd for _, t in s.watch.polls]),
+            "endpoint_interval_s": distribution([e for s in crowd for e in s.watch.intervals]),
             "server_peak_rss_mb": peak_rss_mb(server.process.pid)}
 
 

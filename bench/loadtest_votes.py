@@ -6,16 +6,20 @@ on each step, the teacher's projector counting them, and one hostile student.
 
 `make loadtest` runs it after the lecture-hall scenarios (bench/loadtest.py, whose server,
 agent API client and figures it reuses). One server with the agent API on; the teacher is an
-agent session that presents ``positions`` and, as the projector's fragment does, reads the
-count every `PROJECTOR_SECONDS`; the students are agent sessions on the class link. On each
+agent session that presents ``positions``; the students are agent sessions on the class
+link. Each page follows as a browser does (`loadtest.Watch`): a student's page asks the
+class's watch endpoint at its interval and reruns (one agent request) only when the class
+changed; the projector asks the votes' endpoint and reruns its count only when a vote came
+in (or the number following changed). On each
 step every student votes at a random moment within `VOTE_WINDOW_SECONDS` of seeing the
 step; then the teacher reveals (the step's run trains), asks for a second round on step 2,
 and moves on. A hostile student sends `HOSTILE_VOTES` votes as fast as the server answers.
 
 Measured: for each vote, the seconds from sending it to the first projector count that
-holds it (p50/p95/max; target p95 <= 2 s); each student's polls (a poll over the agent API
-is a full rerun of the page, dearer than a browser's fragment) during the votes beside the
-same students' polls on a step where nobody votes (side by side, one run); the hostile
+holds it (p50/p95/max; target p95 <= 2 s); each student's polls (its page's endpoint
+polls, and apart, its reruns: a rerun over the agent API is a full run of the page) during
+the votes beside the same students' on a step where nobody votes (side by side, one run);
+the projector's endpoint polls and reruns; the hostile
 student's votes counted and refused; the server's CPU per student. Results go to
 bench/loadtest_votes.json.
 """
@@ -32,14 +36,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from loadtest import (ROOT, AgentError, Server, class_size, distribution,  # noqa: E402
-                      interact, nodes, texts, warm)
+from loadtest import (ROOT, AgentError, Server, Watch, class_size,  # noqa: E402
+                      distribution, interact, nodes, texts, warm)
 from stacklab.serve.votes import VOTES_PER_SECOND  # noqa: E402
 
 STUDENTS = class_size(100)
 VOTE_WINDOW_SECONDS = 10.0  # each student votes within this long of seeing the step
-PROJECTOR_SECONDS = 1.0  # the projector's fragment reads the count this often (learn_votes.py)
-STUDENT_POLL_SECONDS = 1.0  # a student's page reads the class this often (views/learn_class.py)
+STUDENT_POLL_SECONDS = 1.0  # a student's page asks its class this often (ui/polls.py)
 QUIET_SECONDS = 8.0  # the step where nobody votes yet: the polls' baseline
 HOSTILE_VOTES = 1000
 COUNT_TARGET_S = 2.0  # a vote reaches the projector's count within this (p95)
@@ -71,15 +74,18 @@ def choices_of(snapshot: dict) -> list[str]:
 
 
 class Student(threading.Thread):
-    """A student on the class link: polls as the page does, and votes once on each open
-    round, at a random moment within the vote window of first seeing it."""
+    """A student on the class link: follows as the page does (its watch's endpoint polls;
+    a rerun when the class changed), and votes once on each open round, at a random moment
+    within the vote window of first seeing it."""
 
     def __init__(self, base: str, class_id: str, stop: threading.Event, go: threading.Event,
                  seed: int):
         super().__init__(daemon=True)
         self.agent, self.class_id, self.stop, self.go = Agent(base), class_id, stop, go
+        self.watch = Watch(base)
         self.random = random.Random(seed)
-        self.polls: list[tuple[float, float]] = []  # (when, seconds) of each poll
+        self.polls = self.watch.polls  # (when, seconds) of each endpoint poll
+        self.reruns: list[tuple[float, float]] = []  # (when, seconds) of each page rerun
         self.votes: list[tuple[int, int, float, bool]] = []  # (step, round, sent at, counted)
         self.errors: list[str] = []
 
@@ -87,21 +93,44 @@ class Student(threading.Thread):
         try:
             snapshot, _ = self.agent.ask(page="learn", query_params={"class": [self.class_id]})
             due: dict[tuple[int, int], float] = {}
+            asks = time.monotonic() + STUDENT_POLL_SECONDS  # the watch's next poll
             while not self.stop.is_set():
                 text = texts(snapshot)
                 step, open_round = STEP.search(text), OPEN_ROUND.search(text)
-                now = time.monotonic()
+                now, vote_at = time.monotonic(), None
                 if step and open_round and self.go.is_set():
                     where = (int(step[1]), int(open_round[1]))
-                    at = due.setdefault(where, now + self.random.uniform(0, VOTE_WINDOW_SECONDS))
-                    if now >= at and choices_of(snapshot):
+                    vote_at = due.setdefault(where, now + self.random.uniform(0, VOTE_WINDOW_SECONDS))
+                    if now >= vote_at and choices_of(snapshot) and where not in self.voted():
                         snapshot = self.vote(where, self.random.choice(choices_of(snapshot)))
                         continue
-                time.sleep(STUDENT_POLL_SECONDS)
-                snapshot, seconds = self.agent.ask()
-                self.polls.append((time.monotonic(), seconds))
+                    vote_at = vote_at if where not in self.voted() else None
+                if vote_at is not None and vote_at < asks:  # the click comes first
+                    self.stop.wait(max(0.0, vote_at - now))
+                    continue
+                if self.stop.wait(max(0.0, asks - now)):
+                    break
+                snapshot = self.follow(snapshot)
+                asks = time.monotonic() + self.every
         except (AgentError, OSError) as err:
             self.errors.append(f"{type(err).__name__}: {err}"[:300])
+
+    every = STUDENT_POLL_SECONDS  # as the endpoint last said
+
+    def follow(self, snapshot: dict) -> dict:
+        """One poll of the page's watch; the page rerun when the class changed (or the page
+        holds no watch: then at each interval, as the component does without an endpoint)."""
+        data = Watch.data(snapshot, "/class/")
+        if data is not None:
+            changed, self.every = self.watch.changed(data)
+            if not changed:
+                return snapshot
+        snapshot, seconds = self.agent.ask()
+        self.reruns.append((time.monotonic(), seconds))
+        return snapshot
+
+    def voted(self) -> set[tuple[int, int]]:
+        return {(s, r) for s, r, _, _ in self.votes}
 
     def vote(self, where: tuple[int, int], choice: str) -> dict:
         sent = time.monotonic()
@@ -145,29 +174,43 @@ def answer(text: str) -> str:
 
 
 class Projector(threading.Thread):
-    """The teacher's page read as the projector's fragment reads it: (when, voted, following)
-    at every `PROJECTOR_SECONDS`, and the teacher's buttons pressed between reads."""
+    """The teacher's page as the projector follows the votes: its watch asks the votes'
+    endpoint at its interval and the page is read again (a rerun) only when the count
+    changed: (when, step, round, voted, following) at each read; the teacher's buttons
+    pressed between polls."""
 
     def __init__(self, teacher: Agent, stop: threading.Event):
         super().__init__(daemon=True)
         self.teacher, self.stop = teacher, stop
+        self.watch = Watch(teacher.base)
         self.lock = threading.Lock()
         self.pending: list[str] = []  # the buttons to press, in order
         self.seen: list[tuple] = []  # (when, step, round, voted, following) of each read
+        self.reruns: list[float] = []  # seconds of each rerun the watch asked for
 
     def press(self, key: str) -> None:
         with self.lock:
             self.pending.append(key)
 
     def run(self) -> None:
+        snapshot, _ = self.teacher.ask()
+        self.read(snapshot)
         while not self.stop.is_set():
             with self.lock:
                 key = self.pending.pop(0) if self.pending else None
-            body = {"trigger": {"key": key}} if key else {}
-            snapshot, _ = self.teacher.ask(**body)
+            if key is not None:
+                snapshot, _ = self.teacher.ask(trigger={"key": key})
+                self.read(snapshot)
+                continue
+            data = Watch.data(snapshot, "/votes/")
+            every = data["every"] if data else STUDENT_POLL_SECONDS
+            if self.stop.wait(every):
+                break
+            if data is not None and not self.watch.changed(data)[0]:
+                continue
+            snapshot, seconds = self.teacher.ask()
+            self.reruns.append(seconds)
             self.read(snapshot)
-            if key is None:
-                time.sleep(PROJECTOR_SECONDS)
 
     def read(self, snapshot: dict) -> None:
         text = texts(snapshot)
@@ -241,8 +284,10 @@ def open_class(server: Server) -> tuple[Agent, str]:
     return teacher, re.search(r"class=([0-9a-f]{8})", link)[1]
 
 
-def polls_in(students: list[Student], start: float, end: float) -> list[float]:
-    return [seconds for student in students for when, seconds in student.polls
+def polls_in(students: list[Student], start: float, end: float,
+             kind: str = "polls") -> list[float]:
+    """The seconds of the students' endpoint polls (or ``reruns``) between two times."""
+    return [seconds for student in students for when, seconds in getattr(student, kind)
             if start <= when <= end]
 
 
@@ -267,12 +312,24 @@ def votes_scenario(server: Server, students: int) -> dict:
     delays = count_delays(room, projector.seen)
     quiet_polls, voting_polls = (distribution(polls_in(room, *window))
                                  for window in (quiet, voting))
+    quiet_ms, voting_ms = (distribution([1000 * t for t in polls_in(room, *window)])
+                           for window in (quiet, voting))
+    quiet_reruns, voting_reruns = (distribution(polls_in(room, *window, "reruns"))
+                                   for window in (quiet, voting))
     return {
         "students": students, "votes_sent": len(sent), "votes_counted": sum(sent),
         "vote_to_projector_s": distribution(delays),
+        # a student's poll is its page's watch asking the class's endpoint; a rerun of its
+        # page (an agent request) comes only when the class changed
         "poll_quiet_s": quiet_polls, "poll_voting_s": voting_polls,
-        "poll_p95_ratio": round(voting_polls.get("p95", 0)
-                                / max(quiet_polls.get("p95", 0), 1e-3), 2),
+        "poll_quiet_ms": quiet_ms, "poll_voting_ms": voting_ms,
+        "poll_p95_ratio": round(voting_ms.get("p95", 0) / max(quiet_ms.get("p95", 0), 1e-3), 2),
+        "rerun_quiet_s": quiet_reruns, "rerun_voting_s": voting_reruns,
+        "projector": {"endpoint_polls": len(projector.watch.polls),
+                      "endpoint_poll_ms": distribution([1000 * t for _, t in
+                                                        projector.watch.polls]),
+                      "reruns": len(projector.reruns),
+                      "rerun_s": distribution(projector.reruns)},
         "hostile": {**hostile.answers, "seconds": hostile.seconds},
         "most_counted_of_a_round": max((v for _, _, _, v, _ in projector.seen), default=0),
         "rounds_seen": sorted({(s, r) for _, s, r, _, _ in projector.seen}),
@@ -289,7 +346,7 @@ def targets(report: dict) -> dict[str, bool]:
     return {
         f"vote to the projector's count p95 <= {COUNT_TARGET_S:g} s":
             delay is not None and delay <= COUNT_TARGET_S,
-        f"students' poll p95 while voting <= {POLL_TARGET_S:g} s":
+        f"students' poll (the class's endpoint) p95 while voting <= {POLL_TARGET_S:g} s":
             poll is not None and poll <= POLL_TARGET_S,
         "every student's vote counted": report["votes_counted"] == report["votes_sent"] > 0
             and not report["errors"],

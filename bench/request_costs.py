@@ -16,7 +16,11 @@ processes that train) per request, and the bytes of its response, for
   run has ended: a page of a finished run asks nothing more), beside ``run_link_rerun``,
   the agent API's rerun of it;
 - ``lesson_step_poll``: a student following a presented lesson (``/learn?class=ID``)
-  asking while the teacher stays on a step;
+  asking while the teacher stays on a step: what its page asks, the class's watch
+  endpoint (`ui.endpoints`, no script run), beside ``lesson_step_rerun``, the agent API's
+  rerun of the page that each poll was before (now only when the teacher moves), and
+  ``health_check``, the server's cheapest HTTP answer (``/_stcore/health``), asked the
+  same way: the floor of any endpoint poll.
 - ``link_open_press``: a lecture hall's student (issue 38's hall500): a new session opening
   the teacher's link (every control pinned, no ``run=``) and pressing Train, which finds
   the teacher's finished run: the CPU of both requests together, per student, beside
@@ -56,6 +60,7 @@ ENDPOINT_REQUESTS = 300  # of each endpoint's: each is a fraction of /proc's 10 
 ENDPOINT_PAUSE = 0.02  # s between two of them
 SHARING = 10  # sessions on the shared running run, asking in turn
 PAUSE = 0.15  # s between requests: one session at a time, as a poller
+WATCH_POLLS, WATCH_PAUSE = 500, 0.02  # a followed lesson's endpoint polls: many, they are cheap
 TARGETS_MS = {"shared_running_poll": 5.0, "run_link_poll": 2.0}
 FLOOR_APP = 'import streamlit as st\n\nst.write("One line.")\n'
 
@@ -239,7 +244,25 @@ def lesson_step(server) -> dict:
     assert found, "the teacher's page shows no class link"
     students = [opened(server, {"class": found[1]}, page="learn") for _ in range(SHARING)]
     assert "Following the teacher" in loadtest.texts(students[0].snapshot)
-    return {"lesson_step_poll": polls(server, students, REQUESTS)}
+    watches = [loadtest.Watch.data(student.snapshot, "/class/") for student in students]
+    asked = [urllib.request.Request(server.base + data["url"],
+                                    headers={loadtest.WATCH_HEADER: data["voter"]})
+             for data in watches]
+    return {"lesson_step_poll": gets(server, asked),
+            "lesson_step_rerun": polls(server, students, REQUESTS),
+            "health_check": gets(server, [f"{server.base}/_stcore/health"])}
+
+
+def gets(server, requests: list) -> tuple[list[float], list[int]]:
+    """`WATCH_POLLS` plain HTTP requests, in turn: CPU ms and response bytes of each (many:
+    each costs about a millisecond, and /proc counts 10 ms ticks)."""
+    samples, sizes = [], []
+    for index in range(WATCH_POLLS):
+        request = requests[index % len(requests)]
+        samples.append(cpu_ms(server, lambda: sizes.append(
+            len(urllib.request.urlopen(request, timeout=30).read()))))
+        time.sleep(WATCH_PAUSE)
+    return samples, sizes
 
 
 def measure() -> dict:

@@ -57,6 +57,10 @@ def test_students_following_a_presented_lesson_see_each_of_the_teachers_moves(se
     assert report["statuses"] == {"finished": 3} and report["missed_moves"] == 0
     assert report["step_change_s"]["count"] == 3 * len(loadtest.MOVES)
     assert report["agent_response_bytes"]["p50"] > 0 and report["server_peak_rss_mb"] > 0
+    # as a browser: the class's endpoint between moves, a rerun only when the class changed
+    # (a move, and the round the teacher's page opens on a step that asks a prediction)
+    assert report["agent_requests"] <= 3 * (1 + 2 * len(loadtest.MOVES))
+    assert report["endpoint_polls"] > report["agent_requests"]
 
 
 def test_scenarios_are_chosen_on_the_command_line():

@@ -370,6 +370,12 @@ def test_votes_on_two_app_servers_add_up_on_the_classes_actor_and_outlive_a_rest
     tally = call(a, "tally", klass, token)
     assert tally["kept"] and tally["answer"]["following"] == 3
     assert tally["answer"]["rounds"][0]["counts"] == [1, 2]
+    # the projector's watch: one votes version for the cluster, moved by a vote on either
+    counted = call(b, "votes_version", klass)["answer"]
+    assert counted == call(a, "votes_version", klass)["answer"] == tally["answer"]["version"]
+    call(b, "vote", klass, "student-0001", 2, choices[1])
+    assert call(a, "votes_version", klass)["answer"] != counted
+    assert call(a, "votes_version", "00000000")["answer"] is None
     assert call(b, "reveal", klass, "a student's guess")["refused"].startswith("E_VALUE")
     env, folder = cluster
     restarted = AppServer(env, folder / "server-restarted.log")

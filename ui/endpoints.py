@@ -5,6 +5,11 @@ seconds, answered from what the server holds, with no script run.
   or never was), bumped when its teacher moves, opens a vote round or reveals one. The
   follower's vote token (header `ui.watch.VOTER_HEADER`) counts the page as following,
   for the projector's "N voted of M following".
+- ``GET /_stacklab/watch/votes/ID``: the class's votes version (`Classes.votes_version`:
+  changed by each vote, by the number following and by the teacher's moves), which the
+  teacher's projector watches to redraw its count; ``"ended"`` as above. It needs no
+  token (it says only that something changed), so the teacher's token stays out of URLs
+  and pages; it is asked every `ui.polls.VOTES_SECONDS`, never widened (one page a class).
 - ``GET /_stacklab/watch/run/KEY?kind=laptop|phone&have=N``: a run's live view on this
   server (`ui.live_run`: its status line, and its pictures when the asker's frame ``have``
   is not the newest), ``"live": false`` once it has ended, and ``"unknown"`` for a run
@@ -26,6 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from stacklab import StackError
 from ui import live_run, polls, session
 from ui.watch import PREFIX, VOTER_HEADER
 
@@ -40,9 +46,18 @@ def _answer(version: str, base: float) -> JSONResponse:
 
 def _class_version(class_id: str, voter: str | None) -> tuple[str, float]:
     started = time.thread_time()
-    view = session.classes().follow(class_id, voter or None)
+    try:
+        view = session.classes().follow(class_id, voter or None)
+    except StackError:  # a forged vote token: the class is read, nobody counted
+        view = session.classes().follow(class_id)
     version = "ended" if view is None else str(view.version)
     return version, time.thread_time() - started
+
+
+def _votes_version(class_id: str) -> tuple[str, float]:
+    started = time.thread_time()
+    version = session.classes().votes_version(class_id)
+    return version or "ended", time.thread_time() - started
 
 
 async def class_version(request: Request) -> JSONResponse:
@@ -50,8 +65,15 @@ async def class_version(request: Request) -> JSONResponse:
     # in a thread: a class on the Ray cluster is a call to its actor
     version, cpu = await run_in_threadpool(_class_version, request.path_params["class_id"],
                                            voter)
-    polls.count(f"voter:{voter}" if voter else "class", cpu)
+    polls.count(polls.follower_of(voter) if voter else "class", cpu)
     return _answer(version, polls.CLASS_SECONDS)
+
+
+async def votes_version(request: Request) -> JSONResponse:
+    class_id = request.path_params["class_id"]
+    version, cpu = await run_in_threadpool(_votes_version, class_id)
+    polls.count(f"votes:{class_id}", cpu)
+    return JSONResponse({"v": version, "every": polls.VOTES_SECONDS}, headers=HEADERS)
 
 
 def _timed(ask, *args):
@@ -100,4 +122,5 @@ ROUTES = [
     Route(f"{PREFIX}/class/{{class_id}}", class_version, methods=["GET"]),
     Route(f"{PREFIX}/run/{{key}}", run_version, methods=["GET"]),
     Route(f"{PREFIX}/run/{{key}}/pictures", run_pictures, methods=["GET"]),
+    Route(f"{PREFIX}/votes/{{class_id}}", votes_version, methods=["GET"]),
 ]

@@ -35,7 +35,7 @@ from stacklab.serve.links.share import (ALL_PINS, experiment_of_run, lan_address
                                         network_addresses, pins_everything, present_figure,
                                         qr_png, resolve_key, restart_hint, share_address,
                                         share_link)
-from stacklab.serve.workers.job_polls import PollLoad, load_note
+from stacklab.serve.workers.job_polls import ANSWER_FLOOR_SECONDS, PollLoad, load_note
 from stacklab.serve.workers.pool import JobPool
 from stacklab.serve.workers.table_jobs import TableView, model_request, upload_request
 
@@ -69,5 +69,5 @@ __all__ = [
     "announcement", "changed_since", "preset_announcement", "read_link", "stale_note",
     "write_link",
     # a page's polls of something live, and the server's backpressure on them (ui.polls)
-    "PollLoad", "load_note",
+    "ANSWER_FLOOR_SECONDS", "PollLoad", "load_note",
 ]

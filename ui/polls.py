@@ -11,10 +11,11 @@ from contextlib import contextmanager
 import streamlit as st
 
 from ui import session
-from ui.lab import PollLoad, load_note
+from ui.lab import ANSWER_FLOOR_SECONDS, PollLoad, load_note
 
 
 CLASS_SECONDS = 1.0  # a followed lesson asks its class this often: on the teacher's step within one
+VOTES_SECONDS = 0.5  # the projector asks its class's votes this often: a vote shows within 2 s
 RUN_SECONDS = 1.0  # a page asks how a run it watches goes this often, when many watch it
 
 
@@ -30,18 +31,25 @@ def interval(base: float) -> float:
 
 
 @contextmanager
-def measured():
-    """Count one poll of this session and the CPU its script spent on it."""
+def measured(follower: str | None = None):
+    """Count one poll of this session (as ``follower``, when its watch endpoint's polls
+    name it so: one follower, not two) and the CPU its script spent on it."""
     started = time.thread_time()
     try:
         yield
     finally:
-        load().polled(session.owner(), time.thread_time() - started)
+        load().polled(follower or session.owner(), time.thread_time() - started)
+
+
+def follower_of(voter: str) -> str:
+    """The name a student who follows a class with the vote token ``voter`` is counted by."""
+    return f"voter:{voter}"
 
 
 def count(follower: str, cpu_seconds: float) -> None:
-    """Count one poll that a watch endpoint answered (`ui.endpoints`) for ``follower``."""
-    load().polled(follower, cpu_seconds)
+    """Count one poll that a watch endpoint answered (`ui.endpoints`) for ``follower``: no
+    rerun, so the server's own part of it is an HTTP answer's."""
+    load().polled(follower, cpu_seconds, ANSWER_FLOOR_SECONDS)
 
 
 def say_load(base: float, every: float) -> None:

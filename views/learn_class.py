@@ -151,7 +151,7 @@ def poll(version: int, every: float) -> None:
     hall of students following one teacher costs the server a few hundred tiny answers a
     second, and one rerun each per move. Where no endpoint answers, the watch reruns this
     fragment at the interval, as ``run_every`` would."""
-    with polls.measured():
+    with polls.measured(polls.follower_of(voter())):  # as its endpoint polls count it
         now = session.classes().follow(state["id"], voter())
     if now is None or now.version != version or polls.interval(POLL_SECONDS) != every:
         st.rerun()

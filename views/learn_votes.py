@@ -9,14 +9,15 @@ from __future__ import annotations
 import streamlit as st
 
 from stacklab import StackError
-from ui import present, session
+from ui import polls, present, session
 from ui.lab import ClassView, Round, votes_csv
 from ui.markdown import plain, show_error
+from ui.watch import endpoint, watch
 from views import learn_class
 
 state = session.PageState("votes", "sent", "problem")
 
-PROJECTOR_SECONDS = 1.0  # the projector reads the count this often: a vote shows within ~1 s
+WAITING = "waiting for the run"  # no votes version: the count redraws at each interval
 ROUNDS_SHOWN = 2  # the rounds side by side: before and after the discussion
 
 
@@ -99,10 +100,15 @@ def _again() -> None:
     session.classes().vote_again(*_class())
 
 
-@st.fragment(run_every=PROJECTOR_SECONDS)
+@st.fragment
 def count(measured) -> None:
     """The live count: the step's last rounds side by side, and how many voted out of how
-    many follow; after Reveal, the run's number beside the vote once the run is in."""
+    many follow; after Reveal, the run's number beside the vote once the run is in.
+
+    The page watches the class's votes version (`ui.watch`, asked every
+    `ui.polls.VOTES_SECONDS` without a script run) and this fragment reruns only when a
+    vote came in or the number following changed; between Reveal and the run's number,
+    at each interval (the run is this page's, not the class's)."""
     try:
         tally = session.classes().tally(*_class())
         latest = tally.latest
@@ -112,6 +118,9 @@ def count(measured) -> None:
     except StackError as err:
         show_error(err)
         return
+    waiting = tally.latest.revealed and tally.latest.value is None
+    watch(endpoint("votes", learn_class.state["id"]), WAITING if waiting else tally.version,
+          polls.VOTES_SECONDS, key="votes_watch")
     with st.container(key="votes_count"):
         present.voted_line(st, tally.latest.voted, tally.following)
         shown = tally.rounds[-ROUNDS_SHOWN:]

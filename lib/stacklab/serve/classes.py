@@ -13,7 +13,10 @@ A class also holds its students' votes (`stacklab.serve.votes`): the teacher's p
 a round on a step asking a prediction (`Classes.open_vote`), each student's session votes
 (`Classes.vote`: the current step only, no name, the last vote counts), the projector reads
 the count (`Classes.tally`), and the teacher reveals the run's answer and may ask for a
-second round. Votes live where the class lives: in this server's memory (a restart loses
+second round. The projector watches the class's votes version (`Classes.votes_version`:
+the class's version, its accepted votes and how many follow), which changes at each vote,
+so the teacher's page redraws its count when a vote came in, and the students' pages
+(which watch the class's version) do not. Votes live where the class lives: in this server's memory (a restart loses
 them) or on the Ray cluster's classes actor (they outlive an app server's restart).
 
 >>> classes = Classes(ttl_seconds=60)
@@ -77,6 +80,7 @@ class Class:
     token: str
     step: int = 0
     version: int = 0
+    voted: int = 0  # votes accepted and outcomes written: the projector's count changed
     seen: float = 0.0
     votes: Votes = field(default_factory=Votes)
 
@@ -84,6 +88,11 @@ class Class:
         ballot = self.votes.current(self.lesson, self.step)
         return ClassView(self.id, self.lesson, self.step, self.version,
                          ballot.round if ballot else 0, bool(ballot and not ballot.revealed))
+
+    def votes_version(self, now: float) -> str:
+        """What the projector shows changed when this changed: a move, round or reveal (the
+        class's version), a vote or an outcome, or the number following."""
+        return f"{self.version}.{self.voted}.{self.votes.following(now)}"
 
 
 class Classes:
@@ -179,7 +188,10 @@ class Classes:
                 raise StackError("E_VALUE", f"step {asked} is not the class's "
                                  f"current step ({found.step})", node=f"class {found.id}",
                                  hint="vote on the step the teacher shows now")
-            return found.votes.cast(voter, found.lesson, found.step, str(choice), self._clock())
+            counted_in = found.votes.cast(voter, found.lesson, found.step, str(choice),
+                                          self._clock())
+            found.voted += 1
+            return counted_in
 
     def reveal(self, class_id: str, token: str) -> Round:
         """The teacher reveals: the current step's latest round takes no more votes."""
@@ -200,12 +212,23 @@ class Classes:
         with self._lock:
             found = self._teachers_locked(class_id, token)
             found.votes.outcome(found.lesson, found.step, value, supported)
+            found.voted += 1
 
     def tally(self, class_id: str, token: str) -> Tally:
         """The projector's count: the current step's rounds and how many follow now."""
         with self._lock:
             found = self._teachers_locked(class_id, token)
-            return found.votes.tally(found.lesson, found.step, self._clock())
+            now = self._clock()
+            return found.votes.tally(found.lesson, found.step, now, found.votes_version(now))
+
+    def votes_version(self, class_id: str) -> str | None:
+        """The class's votes version (what the projector's count was drawn at: `Tally.version`),
+        None when the class has ended or never was. Needs no token: it says only that
+        something changed, and a student's vote changes it without rerunning the room."""
+        with self._lock:
+            self._forget_idle_locked()
+            found = self._classes.get(str(class_id))
+            return None if found is None else found.votes_version(self._clock())
 
     def rounds(self, class_id: str, token: str) -> tuple[Round, ...]:
         """Every round of the class so far (the summary page, the CSV)."""

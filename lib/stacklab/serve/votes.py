@@ -85,6 +85,7 @@ class Tally:
 
     rounds: tuple[Round, ...]
     following: int
+    version: str = ""  # the class's votes version when counted (`stacklab.serve.classes`)
 
     @property
     def latest(self) -> Round | None:
@@ -194,10 +195,13 @@ class Votes:
     def forget_unseen(self, now: float) -> None:
         self.seen = {who: at for who, at in self.seen.items() if now - at <= FOLLOWING_SECONDS}
 
-    def tally(self, lesson: str, step: int, now: float) -> Tally:
-        following = sum(1 for at in self.seen.values() if now - at <= FOLLOWING_SECONDS)
+    def following(self, now: float) -> int:
+        """The sessions whose page read the class within `FOLLOWING_SECONDS`."""
+        return sum(1 for at in self.seen.values() if now - at <= FOLLOWING_SECONDS)
+
+    def tally(self, lesson: str, step: int, now: float, version: str = "") -> Tally:
         rounds = tuple(b.count() for b in self.ballots if (b.lesson, b.step) == (lesson, step))
-        return Tally(rounds, following)
+        return Tally(rounds, self.following(now), version)
 
     def rounds(self) -> tuple[Round, ...]:
         """Every round of the class, oldest first: the summary's and the CSV's rows."""

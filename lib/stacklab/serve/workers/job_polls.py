@@ -26,6 +26,8 @@ from typing import Callable
 POLL_SHARE = 0.7  # of one core: the most that the polls of every following page take together
 # (the rest of the interpreter's time is for a class arriving, pressing and opening pages)
 POLL_FLOOR_SECONDS = 0.004  # Streamlit's own rerun of a page and its transport, per poll
+ANSWER_FLOOR_SECONDS = 0.0015  # the server's own HTTP answer of a watch endpoint's poll (no
+# rerun: bench/request_costs.py's health check and a class's poll, 1.2 and 1.6 ms)
 WINDOW_SECONDS = 10.0  # a session that polled within this long is following
 CROWD = 20  # fewer following sessions are no crowd: their pages keep their own interval
 RATE_SECONDS = 3.0  # the server's CPU per poll is measured over this long
@@ -70,13 +72,15 @@ class PollLoad:
         self._rate = 0.0  # the process's CPU per poll over the last `RATE_SECONDS`
         self._held: dict[float, tuple[float, float]] = {}  # base -> (interval, since when)
 
-    def polled(self, session: str, cpu_seconds: float) -> None:
-        """``session`` polled, and its script spent ``cpu_seconds`` of CPU on it."""
+    def polled(self, session: str, cpu_seconds: float, floor_seconds: float | None = None) -> None:
+        """``session`` polled, and its script spent ``cpu_seconds`` of CPU on it, beside what
+        the server spends on any such poll, ``floor_seconds`` (a rerun's, by default)."""
         now = self._clock()
+        spent = (self._floor if floor_seconds is None else floor_seconds) + cpu_seconds
         with self._lock:
             self._seen[session] = now
             self._polls += 1
-            self._cost = cpu_seconds if self._cost == 0.0 else 0.9 * self._cost + 0.1 * cpu_seconds
+            self._cost = spent if self._cost == 0.0 else 0.9 * self._cost + 0.1 * spent
             if now - self._pruned > 1.0:  # at most once a second: a hall of 500 polls often
                 self._pruned = now
                 self._seen = {s: t for s, t in self._seen.items() if now - t <= WINDOW_SECONDS}
@@ -93,9 +97,10 @@ class PollLoad:
             return sum(1 for t in self._seen.values() if now - t <= WINDOW_SECONDS)
 
     def poll_seconds(self) -> float:
-        """What one poll costs the server: the script's measured CPU and Streamlit's own,
-        or the server's CPU per poll lately, whichever is more."""
-        return max(self._floor + self._cost, self._rate)
+        """What one poll costs the server: the script's measured CPU and the server's own
+        (a rerun's, or a watch endpoint's answer), or the server's CPU per poll lately,
+        whichever is more."""
+        return max(self._cost or self._floor, self._rate)
 
     def interval(self, base: float) -> float:
         """The interval a page that would poll every ``base`` s polls at now (`poll_interval`):

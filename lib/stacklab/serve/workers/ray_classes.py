@@ -66,6 +66,9 @@ class ClusterClasses:
     def tally(self, class_id: str, token: str) -> Tally:
         return self._call("tally", class_id, token)
 
+    def votes_version(self, class_id: str) -> str | None:
+        return self._call("votes_version", class_id)
+
     def rounds(self, class_id: str, token: str) -> tuple[Round, ...]:
         return self._call("rounds", class_id, token)
 
