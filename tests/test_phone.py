@@ -118,7 +118,10 @@ def assert_fits_a_phone(page, figure: str, controls=()) -> dict:
     """No sideways scrolling; the figure at ``figure`` (a CSS selector) brought on screen,
     whole and >= 90% of the screen wide; no text under 14 px, the figure's numbers 12 px
     or more; each of ``controls`` (locators) at least 44 x 44 px."""
-    page.locator(figure).first.scroll_into_view_if_needed()
+    page.locator(figure).first.wait_for()
+    # by the page's own DOM call: a live picture is replaced at each frame, and a held
+    # handle would be detached by the time it scrolls
+    page.evaluate("s => document.querySelector(s).scrollIntoViewIfNeeded()", figure)
     page.wait_for_timeout(600)
     seen = page.evaluate(LAYOUT, [figure, TEXT_PX])
     assert seen["scroll"] <= seen["width"], f"scrolls sideways: {seen['scroll']} > {seen['width']}"
