@@ -224,49 +224,41 @@ ADDER = ("embedding({vocab}, 64)\npos_embed({max_len})\nattention(4)\nattention(
 COPIES = dict(vocab=PAD + 1, rule=_next_in_copy, default_seq_len=16,
               classes_for=lambda vocab, T: vocab - 1, mixing=True,
               target_accuracy=0.99, pattern_figure="head_scores", copy_lengths=copy_lengths)
+# What the three partner tasks (reverse, shift, lookback) share: the small mixer at its rate,
+# 16 tokens at length 16, and a partner each position must find by position alone.
+PARTNER_MIXER = dict(vocab=16, preset_template=MIXER, default_seq_len=16,
+                     classes_for=lambda vocab, T: vocab, steps=400, lr=MIXER_LR, mixing=True,
+                     pattern_figure="attention_by_position", pattern_score="partner_attention")
+
+
+def _partner_task(**fields) -> Task:
+    """A partner task: `PARTNER_MIXER` with ``fields`` over it."""
+    return Task(**{**PARTNER_MIXER, **fields})
+
 
 TASKS: dict[str, Task] = {task.name: task for task in (
-    Task(
+    _partner_task(
         name="reverse",
-        vocab=16,
         description="Output the sequence backwards: y[t] = x[T-1-t].",
         pattern=("Position t must find position T-1-t, so the table learns which positions "
                  "pair up: attention by position alone shows a bright anti-diagonal."),
         rule=_reverse,
-        preset_template=MIXER,
-        default_seq_len=16,
-        classes_for=lambda vocab, T: vocab,
-        steps=400,
-        lr=MIXER_LR,
-        mixing=True,
-        pattern_figure="attention_by_position",
-        pattern_score="partner_attention",
         partner=lambda T: [T - 1 - t for t in range(T)],
         length_note=("position t's partner is T-1-t, so in a longer sequence every position "
                      "must find another partner"),
     ),
-    Task(
+    _partner_task(
         name="shift",
-        vocab=16,
         description="Copy the previous token: y[t] = x[t-1] (and y[0] = x[T-1], wrapping around).",
         pattern=("Each position must find its left neighbour: attention by position alone "
                  "shows a bright line just below the diagonal (and position 0 looks at the "
                  "last position; with causal attention it cannot, so 15/16 is the best "
                  "accuracy at T = 16)."),
         rule=_shift,
-        preset_template=MIXER,
-        default_seq_len=16,
-        classes_for=lambda vocab, T: vocab,
-        steps=400,
-        lr=MIXER_LR,
-        mixing=True,
-        pattern_figure="attention_by_position",
-        pattern_score="partner_attention",
         partner=lambda T: [(t - 1) % T for t in range(T)],  # position 0 reads position T-1
     ),
-    Task(
+    _partner_task(
         name="lookback",
-        vocab=16,
         description=(f"Read the token {LOOKBACK} places back: y[t] = x[t-{LOOKBACK}] (a blank "
                      f"class for the first {LOOKBACK} positions). The rule is the same at any "
                      "length, so it asks how far an encoding reaches: train at T = 16, evaluate "
@@ -277,13 +269,7 @@ TASKS: dict[str, Task] = {task.name: task for task in (
                  "(and the accuracy) is gone; distance encodings such as RoPE or ALiBi keep it."),
         rule=_lookback(16),
         preset_template=CAUSAL_MIXER,
-        default_seq_len=16,
         classes_for=lambda vocab, T: vocab + 1,
-        steps=400,
-        lr=MIXER_LR,
-        mixing=True,
-        pattern_figure="attention_by_position",
-        pattern_score="partner_attention",
         partner=lambda T: [t - LOOKBACK if t >= LOOKBACK else None for t in range(T)],
     ),
     Task(

@@ -73,6 +73,7 @@ import ray
 
 from . import ray_stream, worker
 from .messages import Done, Stored
+from .process_limits import lower_priority
 
 # The run's actor is shipped by value (`ray_stream`): its process never imports stacklab.
 ray.cloudpickle.register_pickle_by_value(ray_stream)
@@ -169,7 +170,7 @@ class Trainer:
         self.trained.append(key)
         *args, nice = args
         if nice > self.niced:  # os.nice adds up: lower it once, to the most asked for
-            worker._lower_priority(nice - self.niced)
+            lower_priority(nice - self.niced)
             self.niced = nice
         relay = _Relay(run, reader)
         try:

@@ -5,7 +5,7 @@ folder an operator allows), is scored and drawn here, never in a page's script t
 scores of a wide table take seconds and hundreds of MB, and a crash or an out-of-memory
 kill here ends this process only. The process runs at the pool's priority, with the
 pool's threads per job, and may allocate at most ``memory_bytes`` beyond what it holds
-when it starts (`_limit_memory`: past it, allocation fails and the analysis says
+when it starts (`limit_memory`: past it, allocation fails and the analysis says
 ``E_BUDGET``); the pool ends it past its seconds (`stacklab.serve.workers.table_jobs`).
 
 It tells the pool how far it got (`Stage`) and ends with `Analysed`: the result as plain
@@ -19,7 +19,6 @@ header, the tensors it names, and the table's rows and width as declared
 from __future__ import annotations
 
 import os
-import resource
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from ...lab.figures.offsets import OFFSET_CAPTION, OFFSET_TITLE, offset_encoding
 from ...lab.models import encoding_of, model_config, offset_curves, read_position_table
 from ...lab.reports.table_file import MAX_UPLOAD_BYTES, check_shape, explore_table, read_table
 from .messages import Analysed, Stage, encode
+from .process_limits import limit_memory, lower_priority
 
 UPLOAD, CACHED, FOLDER = "upload", "cached", "folder"  # where a table comes from
 
@@ -62,8 +62,8 @@ def analyse(conn, request: TableRequest, memory_bytes: int, threads: int | None,
     try:
         torch.set_num_threads(threads or os.cpu_count() or 1)
         torch.ones(1 << 20).add_(1)  # torch's worker threads start now, outside the limit
-        _lower_priority(nice)
-        _limit_memory(memory_bytes)
+        lower_priority(nice)
+        limit_memory(memory_bytes)
         started = time.process_time()
         result = table_result(request, lambda text, done: conn.send(encode(Stage(text, done))))
         result["cpu_seconds"] = round(time.process_time() - started, 2)  # what it cost
@@ -131,23 +131,3 @@ def _offsets_result(config: dict, label: str, stage) -> dict:
     return {"name": curves.label, "read": f"{label}: {curves.kind} positions, {curves.about}; "
             "no position table", "shape": None, "scores": scores,
             "figures": [figure_entry(figure)]}
-
-
-def _lower_priority(by: int) -> None:
-    try:
-        if by:
-            os.nice(by)
-    except OSError:
-        pass  # not allowed here: the analysis goes on at its priority
-
-
-def _limit_memory(extra: int) -> None:
-    """Allow this process ``extra`` bytes of data beyond what it holds now (its heap and
-    private mappings: ``RLIMIT_DATA``; torch's shared libraries do not count)."""
-    try:
-        held = next(int(line.split()[1]) * 1024 for line in
-                    Path("/proc/self/status").read_text().splitlines()
-                    if line.startswith("VmData:"))
-        resource.setrlimit(resource.RLIMIT_DATA, (held + extra, held + extra))
-    except (OSError, ValueError, StopIteration):
-        pass  # no /proc or no limit allowed: the pool's time limit still holds

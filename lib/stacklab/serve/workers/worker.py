@@ -41,6 +41,7 @@ from ...lab.settings import TrainConfig
 from ...lab.train.record import Status
 from ...lab.train.trainer import Trainer
 from .messages import Done, Evaluated, Message, Step, Stored, encode
+from .process_limits import lower_priority
 
 PROGRESS_SECONDS = 0.1
 PATTERN_SECONDS = 0.5  # pages poll a run every 0.5 s (1 s when many watch it)
@@ -68,7 +69,7 @@ def train(conn, stop, source: str | None, config: TrainConfig, budgets: Budgets,
     """The child's whole life: train, report, store. Runs in the child process (or a Ray
     actor, whose slot is its own: it passes ``figures_nice=0``)."""
     torch.set_num_threads(threads or os.cpu_count() or 1)  # the fork server left it at one
-    _lower_priority(nice)  # page scripts win the CPU over training
+    lower_priority(nice)  # page scripts win the CPU over training
     store = RunStore(store_root, max_bytes=store_max_bytes)
     try:
         trainer = Trainer(source, config, budgets=budgets)
@@ -100,7 +101,7 @@ def _stored_first(run, store: RunStore, conn, figures_nice: int) -> bool:
         if store.save(run) is None:
             return False
     send(conn, Stored(str(run.status), run.error, _pattern(run)))
-    _lower_priority(figures_nice)  # the pool's next run starts now: it trains meanwhile
+    lower_priority(figures_nice)  # the pool's next run starts now: it trains meanwhile
     figures = _figures(run)
     try:
         if figures is not None:
@@ -149,14 +150,6 @@ def _errno(err: BaseException) -> int | None:
         return err.errno
     found = re.search(r"\(os error (\d+)\)|\bOs \{ code: (\d+)", str(err))
     return int(found.group(1) or found.group(2)) if found else None
-
-
-def _lower_priority(by: int) -> None:
-    try:
-        if by:
-            os.nice(by)
-    except OSError:
-        pass  # not allowed here: the run goes on at its priority
 
 
 def _report(trainer: Trainer, conn, stop) -> None:
