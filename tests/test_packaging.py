@@ -4,6 +4,7 @@ exist in the plotly that is installed (a release that drops one fails here, not 
 
 from __future__ import annotations
 
+import os
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -11,7 +12,9 @@ from pathlib import Path
 import plotly.basedatatypes
 import pytest
 
+from stacklab.lab.figures import plotly_private
 from stacklab.lab.figures.style import SharedFigure
+from ui import private_api
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -35,7 +38,52 @@ def test_the_ranges_admit_what_is_installed_and_nothing_older(name, low, high):
 
 
 def test_every_plotly_hook_shared_figure_overrides_exists():
-    hooks = [name for name in vars(SharedFigure) if name.startswith("_send_")]
+    hooks = plotly_private.CHANGE_HOOKS
     assert len(hooks) == 7
     missing = [name for name in hooks if not hasattr(plotly.basedatatypes.BaseFigure, name)]
     assert not missing, f"plotly no longer has {missing}: SharedFigure would keep a stale dict"
+    if not plotly_private.PUBLIC_ONLY:
+        assert all(vars(SharedFigure)[name] is SharedFigure._changed for name in hooks)
+
+
+@pytest.mark.skipif(os.environ.get("STACKLAB_PUBLIC_API_ONLY") == "1",
+                    reason="STACKLAB_PUBLIC_API_ONLY=1 forces the public fallbacks")
+def test_the_private_names_the_doors_use_are_all_there():
+    """Each door chose its fast way at import: the installed releases have every name."""
+    assert plotly_private.WATCHES_CHANGES and plotly_private.check_args(False)
+    assert plotly_private.has_frames(plotly.graph_objects.Figure(frames=[{}]))
+    assert private_api.BUILDS_CHARTS and private_api.READS_SESSIONS
+
+
+def test_forcing_the_public_fallbacks_changes_no_figure():
+    """With STACKLAB_PUBLIC_API_ONLY=1 the library's figures are the same, their dicts made
+    afresh (nothing kept) and a subplot grid carried."""
+    script = """
+import json, sys
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+from stacklab.lab.figures import plotly_private, shared, training_curves, phone_figure
+curves = training_curves([{"step": s, "loss": 1 / s, "accuracy": s / 10} for s in (1, 5, 10)])
+grid = shared(make_subplots(rows=2, cols=1))
+grid.add_trace(go.Scatter(x=[1], y=[2]), row=2, col=1)
+kept = curves.to_dict() is curves.to_dict()
+print(json.dumps({"public": plotly_private.PUBLIC_ONLY, "kept": kept,
+                  "figures": [curves.to_plotly_json(), grid.to_plotly_json(),
+                              phone_figure(curves).to_plotly_json()]},
+                 cls=__import__("plotly").utils.PlotlyJSONEncoder, sort_keys=True))
+"""
+    import json
+    import subprocess
+    import sys
+
+    def run(**env):
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             check=True, env={**os.environ, **env}, cwd=ROOT).stdout
+        return json.loads(out)
+
+    fast, public = run(STACKLAB_PUBLIC_API_ONLY="0"), run(STACKLAB_PUBLIC_API_ONLY="1")
+    assert (fast["public"], fast["kept"]) == (False, True)
+    assert (public["public"], public["kept"]) == (True, False)
+    assert public["figures"] == fast["figures"]
+    assert public["figures"][1]["data"][0]["yaxis"] == "y2"  # row=2 found its subplot
+

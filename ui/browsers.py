@@ -4,8 +4,8 @@ runs of a closed or reloaded tab are detached soon, not after the session TTL.""
 from __future__ import annotations
 
 import streamlit as st
-from streamlit.runtime import Runtime
-from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from ui import private_api
 
 _BROWSER_SESSIONS: dict[str, str] = {}  # owner -> its Streamlit session (served pages only)
 
@@ -13,19 +13,18 @@ _BROWSER_SESSIONS: dict[str, str] = {}  # owner -> its Streamlit session (served
 def register(owner: str) -> None:
     """Remember the Streamlit session of ``owner`` when the script runs in a real browser
     session (not in AppTest): the pool may then ask whether it is still there."""
-    ctx = get_script_run_ctx()
-    if ctx is not None and Runtime.exists() and Runtime.instance().is_active_session(
-            ctx.session_id):
-        _BROWSER_SESSIONS[owner] = ctx.session_id
+    session = private_api.session_id()
+    if session is not None:
+        _BROWSER_SESSIONS[owner] = session
 
 
 def connected(owner: str) -> bool:
     """Whether the browser session of ``owner`` is still connected (a closed or reloaded tab
     is not): its runs are then detached soon, not after the session TTL."""
     session = _BROWSER_SESSIONS.get(owner)
-    if session is None or not Runtime.exists():
+    if session is None:
         return True
-    alive = Runtime.instance().is_active_session(session)
+    alive = private_api.session_active(session)
     if not alive and len(_BROWSER_SESSIONS) > 10_000:
         _BROWSER_SESSIONS.pop(owner, None)  # bounded: a gone session's entry can go
     return alive

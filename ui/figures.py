@@ -9,16 +9,9 @@ import functools
 from pathlib import Path
 
 import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
-from streamlit.elements.lib import agent_spec
-from streamlit.elements.lib.form_utils import current_form_id
-from streamlit.elements.lib.layout_utils import LayoutConfig
-from streamlit.elements.lib.utils import compute_and_register_element_id
-from streamlit.elements.plotly_chart import _plotly_data
-from streamlit.proto.PlotlyChart_pb2 import PlotlyChart as PlotlyChartProto
 
 from stacklab import figures
-from ui import browsers, glossary
+from ui import browsers, glossary, private_api
 from ui.markdown import plain
 
 ASSETS = Path(__file__).parent.parent / "assets"  # the app's own pictures
@@ -51,29 +44,10 @@ def prepared_chart(container, prepared, key: str) -> None:
     ``to_dict`` and ``to_json`` of the figure, and the agent API's reading of that JSON.
 
     ``st.plotly_chart`` takes only a figure or a dict, and serialises it on every call, so
-    this builds its element from the JSON directly (`streamlit.elements.plotly_chart`)."""
-    container = container if isinstance(container, DeltaGenerator) else st._main  # st itself
-    proto = PlotlyChartProto()
-    proto.theme = "streamlit"
-    proto.form_id = current_form_id(container)
-    proto.spec, proto.config = prepared.spec, "{}"
-    if prepared.alt:
-        proto.alt = prepared.alt  # its text alternative, as ``st.plotly_chart(alt=...)`` sets it
-    proto.id = compute_and_register_element_id(
-        "plotly_chart", user_key=key, key_as_main_identity=False, dg=container,
-        plotly_spec=proto.spec, plotly_config=proto.config, selection_mode=("points", "box", "lasso"),
-        is_selection_activated=False, theme="streamlit", width="stretch", height="content",
-        alt=prepared.alt or None)
-    described = _described(prepared.spec, key) if agent_spec.is_recording() else None
-    container._enqueue("plotly_chart", proto, agent_props=described,
-                       layout_config=LayoutConfig(width="stretch", height=prepared.height or 450))
-
-
-@functools.lru_cache(maxsize=16)
-def _described(spec: str, key: str) -> str | None:
-    """What the agent API says of a chart of ``spec``: made once per figure, not per
-    session (its figure's values, decoded from the JSON)."""
-    return agent_spec.element("plotly_chart", key=key, data_builder=lambda: _plotly_data(spec))
+    this builds its element from the JSON directly where Streamlit allows
+    (`ui.private_api.plotly_chart_json`)."""
+    private_api.plotly_chart_json(container, prepared.spec, key=key, alt=prepared.alt,
+                                  height=prepared.height)
 
 
 @functools.lru_cache(maxsize=16)

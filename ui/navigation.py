@@ -19,7 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from ui import private_api
 
 ICON_FILE = Path(__file__).parent.parent / "assets" / "icon.png"  # the app's own picture
 ICON = "data:image/png;base64," + base64.b64encode(ICON_FILE.read_bytes()).decode("ascii")
@@ -33,10 +34,10 @@ def pages(declare: Callable[[], list[st.Page]]) -> list[st.Page]:
     """The pages ``declare()`` makes, made once per server (per version of its code, and
     per folder of the app's main script, which their paths are relative to) and copied
     for this run."""
-    ctx = get_script_run_ctx()
-    if ctx is None:  # no script run (bare Python): st.Page makes an empty page anyway
-        return declare()
-    key = (declare.__code__, str(ctx.pages_manager.main_script_parent))
+    folder = private_api.main_script_folder()
+    if folder is None:  # no script run (bare Python: st.Page makes an empty page anyway), or
+        return declare()  # Streamlit's script run not readable (ui.private_api)
+    key = (declare.__code__, folder)
     with _lock:
         made = _made.get(key)
     if made is None:

@@ -94,7 +94,7 @@ def phone_figure(figure: go.Figure) -> go.Figure:
         return cache["phone"]
     # a deep copy: a SharedFigure's dict is the one every page shows, never to be changed;
     # the copy is a SharedFigure too, its dict and still pictures kept with it
-    fig = SharedFigure(copy.deepcopy(figure.to_dict()), _validate=False)
+    fig = SharedFigure(copy.deepcopy(figure.to_dict()), validate=False)
     title = fig.layout.title.text
     top = 40
     if title:

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .. import measure as analysis
+from . import plotly_private
 from .access import LINE_COLOURS as PALETTE
 from .style import (HEIGHT, TRAINED_COLOR, UNTRAINED_COLOR, SharedFigure, as_float32,
                     mark_trained_len)
@@ -137,7 +138,7 @@ def _curves_grid() -> dict:
     time there."""
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
                         subplot_titles=("loss", "held-out accuracy"))
-    return {**fig.to_dict(), "_grid_str": fig._grid_str, "_grid_ref": fig._grid_ref}
+    return plotly_private.dict_with_grid(fig)
 
 
 CURVE_POINTS = 200  # a curve drawn at most at this many steps: a chart is 300-700 px wide
@@ -199,7 +200,7 @@ def training_curves(history: Sequence[dict], train_loss: Sequence[tuple[int, flo
     layout.update(title={"text": "Training curves"}, height=HEIGHT,
                   legend={"orientation": "h", "y": -0.15})
     spec["data"] = traces
-    return SharedFigure(spec, _validate=False)
+    return SharedFigure(spec, validate=False)
 
 
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")

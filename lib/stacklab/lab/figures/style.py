@@ -11,6 +11,8 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from . import plotly_private
+
 MAX_CELLS = 384  # heatmap rows shown per side: 384² float32 values are ~0.8 MB of JSON
 ANIMATION_CELLS = 200_000  # cells over all frames of an animation (~1.1 MB of JSON)
 MAX_FRAMES = 40  # snapshots shown by the training animation
@@ -210,16 +212,20 @@ class SharedFigure(go.Figure):
     Any change to the figure through plotly (``update_layout``, ``add_trace``, a property
     set) forgets the dict, so the next call makes it afresh; a figure with frames (an
     animation, whose frames plotly does not watch) is never kept. The dict handed out is
-    shared: read it, never change it.
+    shared: read it, never change it. Where plotly's change hooks are not used
+    (`plotly_private`), nothing is kept: the dict is made on every call.
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, validate: bool = True, **kwargs):
+        """As ``go.Figure(...)``; ``validate=False`` skips plotly's check of every property
+        (for a dict a figure of ours made) where plotly allows it."""
         self._shared_dict = None
-        self._shared_pictures: dict = {}  # (width, font) -> its still picture (`figure_svg`)
-        super().__init__(*args, **kwargs)
+        # (width, font) -> its still picture (`figure_svg`); none where changes are not seen
+        self._shared_pictures: dict | None = {} if plotly_private.WATCHES_CHANGES else None
+        super().__init__(*args, **plotly_private.check_args(validate), **kwargs)
 
     def to_dict(self) -> dict:
-        if self._frame_objs:
+        if not plotly_private.WATCHES_CHANGES or plotly_private.has_frames(self):
             return with_used_template(super().to_dict())
         if self._shared_dict is None:
             self._shared_dict = with_used_template(super().to_dict())
@@ -229,15 +235,14 @@ class SharedFigure(go.Figure):
         self._shared_dict = None
         self._shared_pictures = {}
 
-    # every change to a figure reaches one of the hooks plotly keeps for its widgets
-    _send_addTraces_msg = _send_moveTraces_msg = _send_deleteTraces_msg = _changed
-    _send_restyle_msg = _send_relayout_msg = _send_update_msg = _send_animate_msg = _changed
+
+plotly_private.watch_changes(SharedFigure, SharedFigure._changed)
 
 
 def shared(fig: go.Figure | dict, *, validate: bool = True) -> SharedFigure:
     """``fig`` (a figure or its dict) as a `SharedFigure`. ``validate=False`` skips plotly's
     check of every property, a tenth of the time, for a dict that a figure of ours made
     (``to_dict`` or plotly JSON we wrote ourselves)."""
-    if isinstance(fig, go.Figure):  # its dict, and its subplot grid (``row=, col=`` go on working)
-        fig = {**fig.to_dict(), "_grid_str": fig._grid_str, "_grid_ref": fig._grid_ref}
-    return SharedFigure(fig, _validate=validate)
+    if isinstance(fig, go.Figure):  # its subplot grid too (``row=, col=`` go on working)
+        fig = plotly_private.with_grid(fig)
+    return SharedFigure(fig, validate=validate)
