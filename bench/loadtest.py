@@ -281,8 +281,8 @@ def can_press(snapshot: dict, key: str) -> bool:
 
 
 def poll_seconds(text: str) -> float:
-    """The Train page's poll interval for what it shows (see `poll_seconds` in
-    views/train.py): seldom while queued, less often for a run many sessions watch, and
+    """The Train page's poll interval for what it shows (see `every` in
+    ui/polls.py): seldom while queued, less often for a run many sessions watch, and
     as the page says when the server widened it ("updates every N s": its backpressure)."""
     if widened := LOAD_NOTE.search(text):
         return float(widened[1])

@@ -40,8 +40,8 @@ KEY = re.compile(r"[0-9a-f]{32}")  # a run key (`stacklab.lab.keys`)
 UNKNOWN = {"v": "unknown", "every": polls.RUN_SECONDS, "live": False}
 
 
-def _answer(version: str, base: float) -> JSONResponse:
-    return JSONResponse({"v": version, "every": polls.interval(base)}, headers=HEADERS)
+def _answer(version: str, follows: str) -> JSONResponse:
+    return JSONResponse({"v": version, "every": polls.every(follows)}, headers=HEADERS)
 
 
 def _class_version(class_id: str, voter: str | None) -> tuple[str, float]:
@@ -66,14 +66,14 @@ async def class_version(request: Request) -> JSONResponse:
     version, cpu = await run_in_threadpool(_class_version, request.path_params["class_id"],
                                            voter)
     polls.count(polls.follower_of(voter) if voter else "class", cpu)
-    return _answer(version, polls.CLASS_SECONDS)
+    return _answer(version, "class")
 
 
 async def votes_version(request: Request) -> JSONResponse:
     class_id = request.path_params["class_id"]
     version, cpu = await run_in_threadpool(_votes_version, class_id)
     polls.count(f"votes:{class_id}", cpu)
-    return JSONResponse({"v": version, "every": polls.VOTES_SECONDS}, headers=HEADERS)
+    return _answer(version, "votes")
 
 
 def _timed(ask, *args):

@@ -41,12 +41,12 @@ import json
 import threading
 from html import escape
 
-import streamlit as st
-
 from stacklab import Status, figures
 from ui import polls, session
+from ui.follow import component, follow
 from ui.lab import load_note
-from ui.watch import endpoint
+from ui.markdown import plain
+from ui.watch import endpoint, watch
 
 INTERACTIVE = "Interactive charts (values under the pointer)"
 _KEPT = 64  # live runs' newest pictures kept (a run and kind each; an ended run's go at
@@ -65,25 +65,14 @@ _CSS = """
 .live-run figcaption { font-size: 14px; margin-top: 0.25rem; color: rgb(49, 51, 63); }
 """
 
-_JS = """
-export default function (component) {
-  const { data, parentElement, setTriggerValue } = component;
+# each answer of the run's endpoint: the status at once, the pictures of a new frame, and a
+# rerun of the fragment once the run is no longer live (the page then draws it in full)
+_LIVE_JS = """(data, parentElement, rerun) => {
   const root = parentElement.querySelector(".live-run");
-  let stopped = false, timer = null, have = data.frame;
+  let have = data.frame;
   root.innerHTML = data.html;  // what the fragment drew: shown at once
-  const next = (seconds) => { if (!stopped) timer = setTimeout(ask, seconds * 1000); };
-  const rerun = (why) => { stopped = true; setTriggerValue("changed", why); };
-  async function ask() {
-    if (stopped) return;
-    let answer = null;
-    try {
-      const response = await fetch(data.url, { cache: "no-store" });
-      if (response.ok) answer = await response.json();
-    } catch (error) { answer = null; }
-    if (stopped) return;
-    if (answer === null) { rerun(`asked ${Date.now()}`); return; }  // no endpoint here:
-    // the fragment draws the view at the interval, as run_every did
-    if (!answer.live) { rerun(answer.v); return; }  // ended: the page draws it in full
+  return { answered: async (answer) => {
+    if (!answer.live) { rerun(answer.v); return false; }  // ended: the page draws it in full
     root.querySelector(".live-run-head").innerHTML = answer.head;
     if (answer.frame !== have) {  // a new frame: its pictures, made once for everyone
       try {
@@ -94,31 +83,34 @@ export default function (component) {
         }
       } catch (error) { /* asked again at the next answer */ }
     }
-    next(typeof answer.every === "number" && answer.every > 0 ? answer.every : data.every);
-  }
-  next(data.every);
-  return () => { stopped = true; clearTimeout(timer); };
-}
-"""
+    return true;
+  } };
+}"""
 
-_component = st.components.v2.component(
-    "stacklab.live_run", html="<div class='live-run'></div>", css=_CSS, js=_JS,
+_component = component(
+    "stacklab.live_run", _LIVE_JS, "<div class='live-run'></div>", css=_CSS,
     isolate_styles=False)  # the page's own fonts and sizes; its checks (axe, phones) see it
 _figures: dict[tuple[str, bool], tuple] = {}  # (key, phone) -> frame, number, markup, its JSON
 _lock = threading.Lock()
 _numbers = itertools.count(1)  # each frame's markup a number, for ``have``
-_drawn = itertools.count()  # each fragment run's data differs: the component starts again
 
 
-def base_seconds(view, workers: int) -> float | None:
-    """How often a page asks about ``view``'s run on its own: often while it trains, seldom
-    while it waits (further back than the next to start, seldom still), and less often for
-    a run that many sessions watch. None once it has ended."""
-    if view is None or not view.active:
-        return None
-    if view.status == Status.QUEUED:
-        return 2.0 if (view.position or 1) <= workers else 4.0
-    return 0.5 if view.watchers <= 4 else 1.0
+def last_step(view) -> int:
+    """The step of the run's newest evaluation (0 before its first)."""
+    return view.history[-1]["step"] if view.history else 0
+
+
+def step_caption(pattern, step: int, *, caption: bool = False, html: bool = False) -> str:
+    """The one caption of a run's pattern figure as it forms: "**title** at step N — score"
+    (and ``: caption`` with ``caption``), as Markdown with the texts made plain, or with
+    ``html`` as markup with the texts escaped."""
+    if html:
+        score = f" — {escape(pattern.score)}" if pattern.score else ""
+        words = f": {escape(pattern.caption)}" if caption else ""
+        return f"<strong>{escape(pattern.title)}</strong> at step {step}{score}{words}"
+    score = f" — {plain(pattern.score, 300)}" if pattern.score else ""
+    words = f": {plain(pattern.caption, 1000)}" if caption else ""
+    return f"**{plain(pattern.title, 200)}** at step {step}{score}{words}"
 
 
 def status_text(view, running: int) -> str:
@@ -157,11 +149,9 @@ def figures_html(frame, view) -> str:
                      f"{figures.svg_img(frame.curves_still, frame.curves.alt or '')}</figure>")
     prepared, pattern = frame.pattern_figure, frame.pattern
     if prepared is not None and prepared.still and pattern is not None:
-        score = f" — {escape(pattern.score)}" if pattern.score else ""
-        step = view.history[-1]["step"] if view.history else 0
         parts.append(f"<figure class='live-run-pattern'>{figures.svg_img(prepared.still, prepared.alt or '')}"
-                     f"<figcaption><strong>{escape(pattern.title)}</strong> at step {step}{score}: "
-                     f"{escape(pattern.caption)}</figcaption></figure>")
+                     f"<figcaption>{step_caption(pattern, last_step(view), caption=True, html=True)}"
+                     "</figcaption></figure>")
     return "".join(parts)
 
 
@@ -191,6 +181,22 @@ def pictures(job, view, phone: bool) -> tuple[int, str, bytes]:
     return made[1:]
 
 
+def run_version(view) -> str:
+    """What changes when a run moves on (its status, a step reported, an evaluation): the
+    version its watch endpoint answers with."""
+    return f"{view.status.value}:{view.step}:{len(view.history)}"
+
+
+def follow_run(job, key: str) -> None:
+    """In a fragment that shows ``job`` while it is live: rerun the fragment when the run
+    moves on (its endpoint's version is no longer the one drawn now), asked at the run's
+    interval (`ui.polls.every`); nothing once the run has ended."""
+    view = job.view()  # as the endpoint sees it (an owner's view may say stopped)
+    every = polls.every("run", view)
+    if every is not None:
+        watch(endpoint("run", job.key), run_version(view), every, key=key)
+
+
 def answer(key: str, phone: bool) -> bytes:
     """The run endpoint's answer about run ``key`` (see the module docstring), JSON."""
     pool = session.pool()
@@ -198,13 +204,13 @@ def answer(key: str, phone: bool) -> bytes:
     if job is None:
         return json.dumps({"v": "unknown", "every": polls.RUN_SECONDS, "live": False}).encode()
     view = job.view()
-    version = f"{view.status.value}:{view.step}:{len(view.history)}"
-    base = base_seconds(view, pool.workers)
+    version = run_version(view)
+    base = polls.base_seconds("run", view)
     if base is None:
         with _lock:  # its pictures are no longer asked for
             _figures.pop((key, False), None), _figures.pop((key, True), None)
         return json.dumps({"v": version, "every": polls.RUN_SECONDS, "live": False}).encode()
-    every = polls.interval(base)
+    every = polls.every("run", view)
     running = pool.stats()["running"] if view.status == Status.QUEUED else 0
     note = load_note(base, every, polls.load().followers())
     number = pictures(job, view, phone)[0]
@@ -228,13 +234,12 @@ def show(job, view, phone: bool, every: float) -> None:
     fragment reruns when the run is no longer live (or, with no endpoint, at ``every``)."""
     pool = session.pool()
     running = pool.stats()["running"] if view.status == Status.QUEUED else 0
-    base = base_seconds(view, pool.workers) or every
+    base = polls.base_seconds("run", view) or every
     note = load_note(base, every, polls.load().followers())
     number, markup, _ = pictures(job, view, phone)
     html = (f"<div class='live-run-head'>{head_html(view, running, note)}</div>"
             f"<div class='live-run-figures'>{markup}</div>")
     kind = f"?kind={'phone' if phone else 'laptop'}"
-    _component(data={"url": endpoint("run", job.key) + kind,
-                     "pictures": endpoint("run", job.key, "pictures") + kind, "every": float(every), "frame": number, "html": html,
-                     "text": words(view, running, note), "drawn": next(_drawn)},
-               key="train_live", on_changed_change=lambda: None)
+    follow(endpoint("run", job.key) + kind, every, "train_live", drawing=_component,
+           pictures=endpoint("run", job.key, "pictures") + kind, frame=number, html=html,
+           text=words(view, running, note))

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
+from stacklab import Status
 from ui import session
 from ui.lab import ANSWER_FLOOR_SECONDS, PollLoad, load_note
 
@@ -28,6 +29,32 @@ def load() -> PollLoad:
 def interval(base: float) -> float:
     """The seconds between two polls of a page that would poll every ``base`` s alone."""
     return load().interval(base)
+
+
+def base_seconds(follows: str, view=None) -> float | None:
+    """How often a page that follows ``follows`` asks on its own: a class (``"class"``) or
+    its votes (``"votes"``) at their own pace; a run (``"run"``, its ``view``) often while
+    it trains, seldom while it waits (further back than the next to start, seldom still),
+    and less often when many sessions watch it; None once it has ended."""
+    if follows == "class":
+        return CLASS_SECONDS
+    if follows == "votes":
+        return VOTES_SECONDS
+    if view is None or not view.active:
+        return None
+    if view.status == Status.QUEUED:
+        return 2.0 if (view.position or 1) <= session.pool().workers else 4.0
+    return 0.5 if view.watchers <= 4 else 1.0
+
+
+def every(follows: str, view=None) -> float | None:
+    """The interval of a page that follows ``follows`` (see `base_seconds`), the one place
+    that decides it: its own pace, widened by the server's backpressure (`interval`), but
+    a class's votes, one projector a class, never widened. None for a run that ended."""
+    base = base_seconds(follows, view)
+    if base is None or follows == "votes":
+        return base
+    return interval(base)
 
 
 @contextmanager

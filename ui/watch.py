@@ -1,7 +1,8 @@
 """A page that waits for something on the server (its teacher's next step, the room's
 votes, a run that trains) without rerunning its script to find out.
 
-`watch` puts a small component in a fragment. In the browser it asks one of the server's
+`watch` puts a small component in a fragment (`ui.follow`, the one polling loop every
+following page uses). In the browser it asks one of the server's
 watch endpoints (`ui.endpoints`: a few hundred bytes of JSON, answered in well under a
 millisecond from what the server holds) every few seconds, and reruns its fragment only
 when the answer's version differs from the one the fragment was drawn at. A hall of 300
@@ -22,41 +23,13 @@ per run, as it runs ``run_every`` fragments.
 
 from __future__ import annotations
 
-import itertools
-
 import streamlit as st
 
+from ui.follow import VOTER_HEADER, follow
+
+__all__ = ["PREFIX", "VOTER_HEADER", "endpoint", "watch"]
+
 PREFIX = "/_stacklab/watch"  # the watch endpoints' paths (ui.endpoints), under the base URL path
-VOTER_HEADER = "X-Stacklab-Voter"  # a follower's vote token: counted as following, never in a URL
-
-_JS = """
-export default function (component) {
-  const { data, setTriggerValue } = component;
-  let stopped = false, timer = null;
-  const next = (seconds) => { if (!stopped) timer = setTimeout(ask, seconds * 1000); };
-  const changed = (version) => { stopped = true; setTriggerValue("changed", version); };
-  async function ask() {
-    if (stopped) return;
-    let answer = null;
-    try {
-      const headers = data.voter ? { "%(header)s": data.voter } : {};
-      const response = await fetch(data.url, { headers, cache: "no-store" });
-      if (response.ok) answer = await response.json();
-    } catch (error) { answer = null; }
-    if (stopped) return;
-    if (answer === null) { changed(`asked ${Date.now()}`); return; }  // no endpoint here:
-    // rerun the fragment at the interval, as run_every would
-    if (answer.v !== data.version) { changed(answer.v); return; }
-    next(typeof answer.every === "number" && answer.every > 0 ? answer.every : data.every);
-  }
-  next(data.every);
-  return () => { stopped = true; clearTimeout(timer); };
-}
-""" % {"header": VOTER_HEADER}
-
-_drawn = itertools.count()  # a number for each fragment run that draws a watch
-_component = st.components.v2.component("stacklab.watch", html="<span hidden></span>",
-                                        js=_JS)
 
 
 def endpoint(*parts: str) -> str:
@@ -70,10 +43,4 @@ def endpoint(*parts: str) -> str:
 def watch(url: str, version: str, every: float, key: str, voter: str | None = None) -> None:
     """In the running fragment: ask ``url`` every ``every`` s and rerun this fragment when
     its version is no longer ``version`` (the fragment then decides what changed)."""
-    # ``drawn`` differs at each run of the fragment: a component given the data it had is
-    # not started again, and this one stops asking once it has rerun its fragment
-    data = {"url": url, "version": str(version), "every": float(every),
-            "drawn": next(_drawn)}
-    if voter:
-        data["voter"] = voter
-    _component(data=data, key=key, on_changed_change=lambda: None)
+    follow(url, every, key, version=version, voter=voter)

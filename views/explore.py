@@ -3,7 +3,7 @@
 import streamlit as st
 
 from stacklab import StackError, Status
-from ui import figures, scripts, session, tables, urls
+from ui import figures, live_run, scripts, session, tables, urls
 from ui.lab import report_html, run_name
 from ui.markdown import plain, show_error
 from views import explore_table, share_panel
@@ -23,10 +23,11 @@ if active is not None:
     st.info(f"A run is {now.status} (step {now.step} of {now.steps}); this page shows it as "
             "soon as it ends.")
 
-    @st.fragment(run_every=1.0)
+    @st.fragment
     def wait_for_the_run():
         if not active.view(owner).active:
             st.rerun()
+        live_run.follow_run(active, key="explore_follow")  # rerun as the run moves on
 
     wait_for_the_run()
 

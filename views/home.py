@@ -4,7 +4,7 @@ that trains `reverse` on the shared pool and shows its anti-diagonal forming."""
 import streamlit as st
 
 from stacklab import Status, StackError
-from ui import figures, scripts, session, urls
+from ui import figures, live_run, scripts, session, urls
 from ui.lab import LESSONS, Experiment, available_devices
 from ui.markdown import plain, show_error
 
@@ -55,9 +55,10 @@ job = the_run()
 started = job.view(owner) if job is not None else None
 
 
-@st.fragment(run_every=0.5 if started is not None and started.active else None)
+@st.fragment
 def live_pattern() -> None:
-    """The anti-diagonal forming: the run's pattern figure at each evaluation."""
+    """The anti-diagonal forming: the run's pattern figure at each evaluation (the fragment
+    follows the run, `ui.live_run.follow_run`)."""
     current = the_run()
     if current is None:
         st.image(PICTURE, caption="What a run shows: the training curves of `reverse` and "
@@ -72,9 +73,7 @@ def live_pattern() -> None:
     if now.active:
         st.progress(now.progress)
     if now.pattern is not None:
-        score = f" — {plain(now.pattern.score, 200)}" if now.pattern.score else ""
-        st.markdown(f"**{plain(now.pattern.title, 200)}** at step "
-                    f"{now.history[-1]['step'] if now.history else 0}{score}")
+        st.markdown(live_run.step_caption(now.pattern, live_run.last_step(now)))
         figures.chart(st, now.pattern.figure, f"home_pattern_{now.id}", columns=2,
                       score=now.pattern.score)
         st.markdown("Position t must find position T-1-t: the bright anti-diagonal is the "
@@ -84,6 +83,8 @@ def live_pattern() -> None:
                      icon=":material/insights:")
     if started is not None and started.active and not now.active:
         st.rerun()  # the run ended: stop polling
+    if now.active:
+        live_run.follow_run(current, key="home_follow")
 
 
 st.title("stacklab")

@@ -7,7 +7,7 @@ students on ``/learn?class=ID``."""
 import streamlit as st
 
 from stacklab import StackError, Status
-from ui import figures, glossary, present, scripts, session, urls
+from ui import figures, glossary, live_run, present, scripts, session, urls
 from ui.lab import (LESSONS, LINK_VALUES, SETTINGS, available_devices, check, parse_values,
                     read_link, step_from_link)
 from ui.markdown import plain, show_error
@@ -277,7 +277,7 @@ def step_view(lesson, step, number: int) -> None:
     job = step_job(where)
     started = job.view(owner) if job is not None else None
 
-    @st.fragment(run_every=0.5 if started is not None and started.active else None)
+    @st.fragment
     def result() -> None:
         current = step_job(where)
         if current is None:
@@ -289,6 +289,8 @@ def step_view(lesson, step, number: int) -> None:
             show_outcome(step, current, predicted, guess)
         if started is not None and started.active and not now.active:
             st.rerun()  # the run ended: draw the outcome, stop polling
+        if now.active:
+            live_run.follow_run(current, key="learn_follow")  # rerun as the run moves on
 
     if revealed:  # a class's projector shows no answer before its teacher reveals it
         result()

@@ -124,7 +124,7 @@ def student_bar(view: ClassView | None) -> None:
                        "the teacher's step and moves when the teacher does.")
         button.button("Explore on my own", key="class_leave", on_click=_leave,
                       icon=":material/explore:", width="stretch")
-        every = polls.interval(POLL_SECONDS)  # wider when the server is loaded (ui.polls)
+        every = polls.every("class")  # wider when the server is loaded (ui.polls)
         polls.say_load(POLL_SECONDS, every)
         st.fragment(poll)(view.version, every)
     elif state.get("ended"):
@@ -153,7 +153,7 @@ def poll(version: int, every: float) -> None:
     fragment at the interval, as ``run_every`` would."""
     with polls.measured(polls.follower_of(voter())):  # as its endpoint polls count it
         now = session.classes().follow(state["id"], voter())
-    if now is None or now.version != version or polls.interval(POLL_SECONDS) != every:
+    if now is None or now.version != version or polls.every("class") != every:
         st.rerun()
     watch(endpoint("class", state["id"]), str(version), every, key="class_watch",
           voter=voter())

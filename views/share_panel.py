@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from stacklab import TASKS, StackError, Status
-from ui import controls, present, scripts, session, urls
+from ui import controls, live_run, present, scripts, session, urls
 from ui.lab import (ALL_PINS, best_head_figure, lan_address, network_addresses, qr_png,
                     restart_hint, share_address, share_link)
 from ui.markdown import plain, show_error
@@ -163,7 +163,7 @@ def projector(owner: str) -> None:
     job = session.current_job()
     live = job is not None and job.view(owner).active
 
-    @st.fragment(run_every=1.0 if live else None)
+    @st.fragment
     def presented():
         current = session.current_job()
         now = current.view(owner) if current is not None else None
@@ -172,12 +172,14 @@ def projector(owner: str) -> None:
             st.info("The pattern figure appears here, large, once a run's first evaluation "
                     "is in: leave present mode and press **Train**.")
             return
-        step = f" at step {now.history[-1]['step']}" if now.history else ""
+        step = f" at step {live_run.last_step(now)}" if now.history else ""
         status = "" if now.status == Status.FINISHED else f" ({now.status})"
         slides = _slides(current, now)
         index = present.slide_bar([name for name, *_ in slides])
         _, figure, score, caption = slides[index]
         show_slide(figure, slides[index][0], score, caption, f"{step}{status}")
+        if live:
+            live_run.follow_run(current, key="present_follow")  # redrawn as the run moves on
 
     presented()
 

@@ -23,18 +23,6 @@ job = session.current_job()
 view = job.view(owner) if job else None
 
 
-def base_seconds(view) -> float | None:
-    """How often the page asks about its run on its own (`ui.live_run.base_seconds`): often
-    while it trains, seldom while it waits, less often for a run that many sessions watch."""
-    return live_run.base_seconds(view, pool.workers)
-
-
-def poll_seconds(view) -> float | None:
-    """`base_seconds`, widened by the server's backpressure when many sessions follow runs."""
-    base = base_seconds(view)
-    return None if base is None else polls.interval(base)
-
-
 def pattern_figure(container, current, now, frame) -> None:
     """The run's pattern figure, as ``frame`` (the run's live view, prepared once for every
     watcher) holds it. A student on the teacher's link sees it as a still picture first: an
@@ -54,7 +42,7 @@ def pattern_figure(container, current, now, frame) -> None:
                          help="The interactive chart: each cell's value under the pointer")
 
 
-EVERY = poll_seconds(view)  # the status panel's interval, as this run of the page set it
+EVERY = polls.every("run", view)  # the status panel's interval, as this run of the page set it
 # While the run is live, the browser draws its view from the run's watch endpoint and the
 # panel reruns only once it has ended (`ui.live_run`); with the interactive charts asked
 # for (values under the pointer), or on the projector, it reruns at the interval.
@@ -117,7 +105,7 @@ def show_status():
         st.error(f"Status: **{now.status}** — {plain(now.error, 1000)}")
     st.progress(now.progress, text=f"{now.step} / {now.steps} steps")
     if now.active:
-        polls.say_load(base_seconds(now), EVERY or 0.0)
+        polls.say_load(polls.base_seconds("run", now), EVERY or 0.0)
         if not session.presenting():
             live_toggle()
     if now.history:
@@ -128,10 +116,8 @@ def show_status():
         prepared_chart(left, frame.curves, key=f"train_curves_{now.id}")
         if frame.pattern is not None and not session.presenting():  # else it is at the top
             pattern_figure(right, current, now, frame)
-            score = f" — {plain(now.pattern.score, 300)}" if now.pattern.score else ""
-            right.caption(f"**{plain(now.pattern.title, 200)}** at step "
-                          f"{now.history[-1]['step']}{score}: "
-                          f"{plain(now.pattern.caption, 1000)}")
+            right.caption(live_run.step_caption(now.pattern, live_run.last_step(now),
+                                                caption=True))
     if not now.active and current.run is not None:
         session.keep_run(current)
         if current.config.lengths:  # length generalization, as Explore and Compare show it
@@ -143,7 +129,7 @@ def show_status():
     if view is not None and view.active and not now.active:
         scripts.scroll_later(f".st-key-train_pattern_{now.id}")  # its heatmap, in view
         st.rerun()  # the run ended: redraw the page (buttons, no more polling)
-    if now.active and view is not None and poll_seconds(now) != EVERY:
+    if now.active and view is not None and polls.every("run", now) != EVERY:
         st.rerun()  # the fragment polls at the page's last interval: a queued run started,
         # or the server's load widened (or narrowed) every page's interval
 
