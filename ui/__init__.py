@@ -7,8 +7,21 @@
 - `ui.controls`: controls made from setting rows and op arguments;
 - `ui.markdown`: user text as safe Markdown, errors on the page;
 - `ui.figures`: figures and charts on a page;
+- `ui.glossary`: the glossary's definitions in control help and under captions;
+- `ui.tables`: Explore's real models and uploaded tables, analysed by the pool's table jobs;
+- `ui.present`: present mode, a figure at a time for a projector;
+- `ui.style`: the app's stylesheet (contrast, focus, a phone's sizes);
 - `ui.scripts`: notices shown once and the injected JavaScript;
 - `ui.navigation`: app.py's pages and page icon, made once per server, not per run;
+- `ui.follow`: the one polling loop and `follow`, how a page follows something on the
+  server; `ui.watch` (a version to watch, the endpoints' paths) and `ui.live_run` (a live
+  run drawn in the browser, its status and caption) build on it;
+- `ui.polls`: polls counted and timed, and `every`, the one place that decides a
+  following page's interval (the server's backpressure);
+- `ui.endpoints`: the watch endpoints server.py mounts beside the pages;
+- `ui.compression`: server.py's gzip of Streamlit's static files, made once each;
+- `ui.private_api`: the one importer of Streamlit's private names, each with a public
+  fallback (``STACKLAB_PUBLIC_API_ONLY=1`` forces them all);
 - `ui.lab`: the one module that imports from stacklab's internals, and exactly what the
   pages use of them.
 
