@@ -134,6 +134,10 @@ def test_a_watching_page_asks_the_endpoint_runs_no_script_and_switches_at_the_en
     assert len(seen["sent"]) > sent  # the end reran the page
     ended = json.loads(get(f"{server}{WATCH}{key}")[2])  # a finished run: nothing live
     assert ended["live"] is False and re.fullmatch(r"finished:4000:\d+", ended["v"]), ended
+    # the share panel's count follows the sessions on the run: this page's, once it ended
+    status, _, body = get(f"{server}/_stacklab/watch/sessions/{key}")
+    assert status == 200 and json.loads(body)["v"] == "1", body
+    assert get(f"{server}/_stacklab/watch/sessions/not-a-key")[0] == 404
     page.context.close()
 
 

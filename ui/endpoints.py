@@ -15,6 +15,8 @@ seconds, answered from what the server holds, with no script run.
   is not the newest), ``"live": false`` once it has ended, and ``"unknown"`` for a run
   this server does not hold (a key that is no run key is refused with 404);
   ``GET /_stacklab/watch/run/KEY/pictures?kind=...``: its newest pictures, as markup.
+- ``GET /_stacklab/watch/sessions/KEY``: how many sessions are on run ``KEY`` now, as
+  its version (`ui.live_run.sessions_answer`): the share panel's count.
 
 Each answer is ``{"v": VERSION, "every": SECONDS}``: ``every`` is the interval this
 page should ask at, which the server widens under load (`ui.polls`); each request is
@@ -100,6 +102,15 @@ async def run_version(request: Request) -> Response:
     return Response(body, media_type="application/json", headers=HEADERS)
 
 
+async def run_sessions(request: Request) -> Response:
+    key = _run_key(request)
+    if key is None:
+        return JSONResponse(UNKNOWN, status_code=404, headers=HEADERS)
+    body, cpu = await run_in_threadpool(_timed, live_run.sessions_answer, key)
+    polls.count(_asker(request), cpu)
+    return Response(body, media_type="application/json", headers=HEADERS)
+
+
 async def run_pictures(request: Request) -> Response:
     """The newest pictures of a live run (`ui.live_run.pictures_of`): the same compressed
     bytes for every asker that takes gzip."""
@@ -123,4 +134,5 @@ ROUTES = [
     Route(f"{PREFIX}/run/{{key}}", run_version, methods=["GET"]),
     Route(f"{PREFIX}/run/{{key}}/pictures", run_pictures, methods=["GET"]),
     Route(f"{PREFIX}/votes/{{class_id}}", votes_version, methods=["GET"]),
+    Route(f"{PREFIX}/sessions/{{key}}", run_sessions, methods=["GET"]),
 ]

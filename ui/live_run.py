@@ -182,9 +182,10 @@ def pictures(job, view, phone: bool) -> tuple[int, str, bytes]:
 
 
 def run_version(view) -> str:
-    """What changes when a run moves on (its status, a step reported, an evaluation): the
-    version its watch endpoint answers with."""
-    return f"{view.status.value}:{view.step}:{len(view.history)}"
+    """What changes when a run moves on (its status, a step reported, an evaluation, its
+    place in the queue): the version its watch endpoint answers with."""
+    version = f"{view.status.value}:{view.step}:{len(view.history)}"
+    return f"{version}:{view.position}" if view.status == Status.QUEUED else version
 
 
 def follow_run(job, key: str) -> None:
@@ -195,6 +196,21 @@ def follow_run(job, key: str) -> None:
     every = polls.every("run", view)
     if every is not None:
         watch(endpoint("run", job.key), run_version(view), every, key=key)
+
+
+def sessions_on(key: str, view=None) -> int:
+    """How many sessions are on the run ``key`` now (``view``: the run as seen, or None when
+    this server does not hold it): those watching it train, or once it has ended, those of
+    this app server whose current run it is."""
+    return view.watchers if view is not None and view.active else session.pool().viewers(key)
+
+
+def sessions_answer(key: str) -> bytes:
+    """The share panel's endpoint's answer: the number of sessions on run ``key`` as its
+    version, asked at the share panel's pace (`ui.polls.every`)."""
+    job = session.pool().watched(key)
+    count = sessions_on(key, job.view() if job is not None else None)
+    return json.dumps({"v": str(count), "every": polls.every("share")}).encode()
 
 
 def answer(key: str, phone: bool) -> bytes:

@@ -18,6 +18,7 @@ from ui.lab import ANSWER_FLOOR_SECONDS, PollLoad, load_note
 CLASS_SECONDS = 1.0  # a followed lesson asks its class this often: on the teacher's step within one
 VOTES_SECONDS = 0.5  # the projector asks its class's votes this often: a vote shows within 2 s
 RUN_SECONDS = 1.0  # a page asks how a run it watches goes this often, when many watch it
+SHARE_SECONDS = 2.0  # the share panel asks how many sessions are on its run this often
 
 
 @st.cache_resource
@@ -33,13 +34,16 @@ def interval(base: float) -> float:
 
 def base_seconds(follows: str, view=None) -> float | None:
     """How often a page that follows ``follows`` asks on its own: a class (``"class"``) or
-    its votes (``"votes"``) at their own pace; a run (``"run"``, its ``view``) often while
+    its votes (``"votes"``) and the share panel's count of sessions on a run (``"share"``)
+    at their own pace; a run (``"run"``, its ``view``) often while
     it trains, seldom while it waits (further back than the next to start, seldom still),
     and less often when many sessions watch it; None once it has ended."""
     if follows == "class":
         return CLASS_SECONDS
     if follows == "votes":
         return VOTES_SECONDS
+    if follows == "share":
+        return SHARE_SECONDS
     if view is None or not view.active:
         return None
     if view.status == Status.QUEUED:

@@ -7,10 +7,11 @@ from __future__ import annotations
 import streamlit as st
 
 from stacklab import TASKS, StackError, Status
-from ui import controls, live_run, present, scripts, session, urls
+from ui import controls, live_run, polls, present, scripts, session, urls
 from ui.lab import (ALL_PINS, best_head_figure, lan_address, network_addresses, qr_png,
                     restart_hint, share_address, share_link)
 from ui.markdown import plain, show_error
+from ui.watch import endpoint, watch
 
 train_state = session.PageState("train", "share", "share_pins", "share_qr", "present",
                                 "present_figure", "student_scrolled", "best_head")
@@ -121,16 +122,17 @@ def _qr(link: str) -> bytes | None:
     return train_state.cached("share_qr", link, make)
 
 
-@st.fragment(run_every=2.0)
+@st.fragment
 def watching(job) -> None:
     """How many sessions are on the run now: those watching it train (on every app server
     of a Ray cluster: each tells the run's actor its own), or, once it has ended, those of
-    this app server whose current run it is (this one included)."""
-    now = job.view(session.owner())
-    count = now.watchers if now.active else session.pool().viewers(job.key)
+    this app server whose current run it is (this one included). The fragment follows the
+    count through its watch endpoint (`ui.live_run.sessions_answer`)."""
+    count = live_run.sessions_on(job.key, job.view(session.owner()))
     st.metric("Sessions on this run now", count,
               help="this session included. While the run trains, every app server of a Ray "
                    "cluster counts; once it has ended, this app server's sessions")
+    watch(endpoint("sessions", job.key), str(count), polls.every("share"), key="share_watch")
 
 
 # --- present mode on Train -----------------------------------------------------------------
