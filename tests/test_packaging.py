@@ -39,3 +39,20 @@ def test_every_plotly_hook_shared_figure_overrides_exists():
     assert len(hooks) == 7
     missing = [name for name in hooks if not hasattr(plotly.basedatatypes.BaseFigure, name)]
     assert not missing, f"plotly no longer has {missing}: SharedFigure would keep a stale dict"
+
+
+def test_the_wheel_carries_the_built_in_lessons(tmp_path):
+    """The lessons are package data (Markdown files): a built wheel has every one of them."""
+    import subprocess
+    import sys
+    import zipfile
+
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(tmp_path), str(ROOT)], check=True, timeout=300,
+                   cwd=tmp_path)
+    wheel = next(tmp_path.glob("stacklab-*.whl"))
+    names = {name for name in zipfile.ZipFile(wheel).namelist()
+             if name.startswith("stacklab/lab/lessons/builtin/")}
+    expected = {f"stacklab/lab/lessons/builtin/{path.name}"
+                for path in (ROOT / "lib/stacklab/lab/lessons/builtin").glob("*.md")}
+    assert len(expected) == 7 and names == expected

@@ -8,6 +8,7 @@ import sys
 
 from ..core.shapes import COMPUTE_DTYPES, DTYPES
 from ..lab.settings import SETTINGS, TrainConfig
+from .lessons import add_parser as lessons_parser
 
 
 class _Parser(argparse.ArgumentParser):
@@ -77,6 +78,7 @@ def make_parser() -> argparse.ArgumentParser:
     docs = commands.add_parser("docs", help="write the op reference (one Markdown page per op)")
     docs.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
     _share_parser(commands)
+    lessons_parser(commands)  # stacklab lessons check (cli/lessons.py)
     return parser
 
 
