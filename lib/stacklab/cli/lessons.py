@@ -123,13 +123,17 @@ def _train(plan: list[_Planned], workers: int | None) -> dict[int, float | None]
         jobs = [pool.submit(f"lesson-{index}", planned.step.source,
                             replace(planned.step.config, seed=planned.seed))
                 for index, planned in enumerate(plan)]
-        bar = ProgressBar(f"training {len(plan)} runs", len(jobs))
-        while True:
+        bar = ProgressBar(f"training {len(plan)} runs (steps x seeds)", len(jobs))
+        shown = -1
+        while shown < len(jobs):
             done = sum(not job.status.active for job in jobs)
-            bar.update(done)
-            if done == len(jobs):
+            if done != shown:
+                bar.update(done, force=True)
+                shown = done
+            if done < len(jobs):
+                time.sleep(0.25)
+            else:
                 break
-            time.sleep(0.25)
         bar.close()
         return {index: (check(planned.step, job.run)[1] if job.run is not None else None)
                 for index, (planned, job) in enumerate(zip(plan, jobs))}
