@@ -29,7 +29,7 @@ from .model import METRICS, Expect, Lesson, Metric, Step, check
 from .text import fill
 
 __all__ = ["LESSONS", "Lesson", "Step", "Expect", "Metric", "METRICS", "check", "fill",
-           "get_lesson", "step_from_link", "step_link", "open_step", "parse_lesson",
+           "get_lesson", "step_from_link", "step_in", "step_link", "open_step", "parse_lesson",
            "read_lesson", "BUILTIN", "FOLDER_ENV", "FOLDER_PROBLEMS", "folder_lessons"]
 
 FOLDER_ENV = "STACKLAB_LESSONS"  # a folder of a teacher's lesson files (*.md)
@@ -87,7 +87,11 @@ def get_lesson(lesson_id: str) -> Lesson:
 def step_from_link(lesson_id: str, step: str | int | None = None) -> tuple[Lesson, Step]:
     """The lesson and step a link names (``lesson=ID&step=N``; steps count from 1; no step:
     the first). An unknown lesson or a step out of range is ``E_ARG`` that says which."""
-    lesson = get_lesson(lesson_id)
+    return step_in(get_lesson(lesson_id), step)
+
+
+def step_in(lesson: Lesson, step: str | int | None = None) -> tuple[Lesson, Step]:
+    """``lesson``'s step ``step`` (from 1; none: the first), as `step_from_link` reads it."""
     if step is None or (isinstance(step, str) and not step.strip()):
         return lesson, lesson.steps[0]
     text = str(step).strip()
