@@ -102,3 +102,25 @@ def test_a_built_in_step_fills_its_answer_from_the_run_and_says_its_new_words():
         or "its held-out accuracy is 0." in why, why
     at.button(key="learn_next").click().run()
     assert not [e for e in at.expander if e.label.startswith("New words: held-out")]
+
+
+def test_an_upload_is_found_only_by_its_session_and_the_class_it_was_presented_to():
+    """The server keeps a presented upload under its class's id: another class's students
+    (or anyone else) asking for that lesson's id are refused."""
+    from stacklab import StackError
+    from ui import lessons
+
+    upload = read_upload(EXAMPLE, "first-lesson.md")
+    teacher = lesson_page(upload)
+    teacher.button(key="learn_upload_start").click().run()
+    teacher.button(key="learn_present").click().run()
+    class_id = teacher.session_state["class_id"]
+    assert lessons.find(upload.lesson.id, class_id) == upload.lesson  # its class finds it
+    for other in ("0123abcd", None):
+        try:
+            lessons.find(upload.lesson.id, other)
+        except StackError as err:
+            assert "uploaded in another session" in err.message
+        else:
+            raise AssertionError(f"class {other} reached another class's upload")
+    teacher.button(key="class_end").click().run()
