@@ -26,7 +26,7 @@ from ui import session
 from ui.lab import (FIGURES, LESSONS, Lesson, MAX_LESSON_BYTES, check, claim_line, margin,
                     quick_check, step_from_link, step_in)
 
-state = session.PageState("lessons", "upload", "checks")
+state = session.PageState("lessons", "upload", "checks", "error")
 
 UPLOAD_PREFIX = "upload-"
 SEEDS = (0, 1, 2)
@@ -120,7 +120,15 @@ def all_lessons() -> list[Lesson]:
 
 def start_checks() -> None:
     """Train each step of this session's upload on every seed of `SEEDS` on the pool (each
-    run its own watcher, so none detaches another)."""
+    run its own watcher, so none detaches another); a run the pool refuses is kept as
+    ``state["error"]`` for the page to show."""
+    try:
+        _submit_checks()
+    except StackError as err:
+        state["error"] = err
+
+
+def _submit_checks() -> None:
     upload = uploaded()
     if upload is None or upload.lesson is None:
         return

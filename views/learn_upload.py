@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from stacklab import StackError
 from ui import lessons
 from ui.lab import MAX_LESSON_BYTES
 from ui.markdown import plain, show_error
@@ -48,23 +47,16 @@ def upload_panel(start) -> None:
     start_button.button("Start this lesson", key="learn_upload_start", on_click=start,
                         args=(lesson.id,), icon=":material/play_arrow:", type="primary")
     check_button.button("Check its claims: train each step on seeds 0-2",
-                        key="learn_upload_check", on_click=_start_checks,
+                        key="learn_upload_check", on_click=lessons.start_checks,
                         icon=":material/fact_check:",
                         help="Runs on the shared workers: a few seconds per step and seed")
     with box:
         check_results()
 
 
-def _start_checks() -> None:
-    try:
-        lessons.start_checks()
-    except StackError as err:
-        st.session_state["learn_upload_error"] = err
-
-
 def check_results() -> None:
     """Each claim on every seed, redrawn every second while its runs train."""
-    err = st.session_state.pop("learn_upload_error", None)
+    err = lessons.state.pop("error")
     if err is not None:
         show_error(err)
     found = lessons.check_lines()
