@@ -157,8 +157,8 @@ def test_every_run_on_one_length_plot_says_past_t_and_overall():
              "48": {"error": "beyond capacity"}}
     fig = lengths_compared_plot([("rope <b>", 16, found), ("learned", 16, found)])
     names = [trace.name for trace in fig.data]
-    assert len(names) == 4 and "rope &lt;b&gt; · length 32: 80.0% past T, 87.0% overall" in names
-    assert "learned · length 16: 94.0% overall" in names
+    assert len(names) == 4 and "rope &lt;b&gt; · length 32: 0.80 past T, 0.87 overall" in names
+    assert "learned · length 16: 0.94 overall" in names
     assert len({trace.line.color for trace in fig.data}) == 2  # one colour per run
 
 

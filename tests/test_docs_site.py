@@ -28,6 +28,7 @@ def test_the_site_builds_in_strict_mode(tmp_path):
     for name in ("mkdocs.yml", "ARCHITECTURE.md"):
         shutil.copy(ROOT / name, site / name)
     shutil.copytree(ROOT / "lib", site / "lib", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "assets" / "lessons", site / "assets" / "lessons")  # docs' example
     done = subprocess.run([str(mkdocs), "build", "--strict", "--site-dir", str(tmp_path / "site")],
                           cwd=site, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})

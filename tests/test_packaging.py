@@ -87,3 +87,20 @@ print(json.dumps({"public": plotly_private.PUBLIC_ONLY, "kept": kept,
     assert public["figures"] == fast["figures"]
     assert public["figures"][1]["data"][0]["yaxis"] == "y2"  # row=2 found its subplot
 
+
+
+def test_the_wheel_carries_the_built_in_lessons(tmp_path):
+    """The lessons are package data (Markdown files): a built wheel has every one of them."""
+    import subprocess
+    import sys
+    import zipfile
+
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(tmp_path), str(ROOT)], check=True, timeout=300,
+                   cwd=tmp_path)
+    wheel = next(tmp_path.glob("stacklab-*.whl"))
+    names = {name for name in zipfile.ZipFile(wheel).namelist()
+             if name.startswith("stacklab/lab/lessons/builtin/")}
+    expected = {f"stacklab/lab/lessons/builtin/{path.name}"
+                for path in (ROOT / "lib/stacklab/lab/lessons/builtin").glob("*.md")}
+    assert len(expected) == 7 and names == expected

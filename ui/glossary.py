@@ -49,3 +49,29 @@ def show_glossary(container=st) -> None:
     """Every term of the glossary with its definition (written once per server: a class
     following a lesson asks for it at every poll)."""
     container.markdown(_whole_glossary())
+
+
+def step_words(step) -> str:
+    """What a step says before its run: its title, text, question and the number its
+    choices are about."""
+    return " ".join((step.title, step.text, step.question, step.expect.label))
+
+
+def new_terms(lesson, number: int) -> list:
+    """The glossary terms step ``number`` (from 1) of ``lesson`` uses that no earlier step
+    used: where the step links each to its entry."""
+    seen = set()
+    for earlier in lesson.steps[:number - 1]:
+        seen |= {term.term for term in terms_in(step_words(earlier))}
+    return [term for term in terms_in(step_words(lesson.steps[number - 1]))
+            if term.term not in seen]
+
+
+def show_new_terms(container, lesson, number: int) -> None:
+    """Under a step's text, the words it uses for the first time in the lesson, each with
+    its plain-words glossary entry (folded: "New words: …")."""
+    terms = new_terms(lesson, number)
+    if terms:
+        names = ", ".join(term.term for term in terms)
+        container.expander(f"New words: {names}", icon=":material/menu_book:").markdown(
+            definitions(terms))

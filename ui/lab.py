@@ -12,7 +12,11 @@ from stacklab.core.report import is_branching
 from stacklab.core.resolve import bind_args
 from stacklab.core.shapes import DTYPES
 from stacklab.lab.glossary import GLOSSARY, terms_in, terms_used_in
-from stacklab.lab.lessons import LESSONS, check, step_from_link, step_link
+from stacklab.lab.figures import FIGURES
+from stacklab.lab.lessons import (FOLDER_PROBLEMS, LESSONS, Lesson, check, fill, step_from_link,
+                                  step_in, step_link)
+from stacklab.lab.lessons.files import MAX_BYTES as MAX_LESSON_BYTES
+from stacklab.lab.lessons.lint import claim_line, margin, quick_check
 from stacklab.lab.reports.compare import (MAX_COMPARED, TABLE_NOTE, aligned_rows, column_help,
                                           compared, encoding, length_rows, replaced, table_rows)
 from stacklab.lab.models import cached_models, extract_snippet, model_under, models_under
@@ -50,7 +54,10 @@ __all__ = [
     "compared", "encoding", "length_rows", "parse_compare", "replaced", "table_rows",
     # Home and Learn: the lessons, their links, the glossary
     "GLOSSARY", "LESSONS", "LINK_VALUES", "check", "parse_values", "step_from_link", "step_link",
-    "terms_in", "terms_used_in",
+    "terms_in", "terms_used_in", "fill",
+    # Learn's lessons from a teacher: an upload, checked (ui/lessons.py)
+    "FIGURES", "FOLDER_PROBLEMS", "Lesson", "step_in", "MAX_LESSON_BYTES", "claim_line", "margin",
+    "quick_check",
     # Learn's class: the teacher's step, followed by the students
     "ClassView", "Classes", "server_classes", "write_values",
     # ... and its votes: the projector's count, the class summary, the CSV

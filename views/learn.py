@@ -7,11 +7,10 @@ students on ``/learn?class=ID``."""
 import streamlit as st
 
 from stacklab import StackError, Status
-from ui import figures, glossary, live_run, present, scripts, session, urls
-from ui.lab import (LESSONS, LINK_VALUES, SETTINGS, available_devices, check, parse_values,
-                    read_link, step_from_link)
+from ui import figures, glossary, lessons, live_run, present, scripts, session, urls
+from ui.lab import LINK_VALUES, SETTINGS, check, fill, parse_values, read_link
 from ui.markdown import plain, show_error
-from views import learn_class, learn_votes
+from views import learn_class, learn_upload, learn_votes
 
 state = session.PageState("learn", "lesson", "step", "predict", "guess", "predictions", "at",
                           "jobs", "error")
@@ -24,7 +23,16 @@ def go(lesson_id: str | None, number: int = 1) -> None:
     state["lesson"], state["step"] = lesson_id, number
     if lesson_id is not None:
         learn_class.moved(lesson_id, number)  # the teacher's class follows (only with its token)
+        if learn_class.state.get("token"):
+            lessons.presented(learn_class.state["id"], lesson_id)  # an upload reaches it
     urls.show_own(address())
+
+
+def present_class(lesson_id: str, number: int) -> None:
+    """Present the lesson to a class from this step: a teacher's upload reaches that class
+    (and no other)."""
+    learn_class.present_to_class(lesson_id, number)
+    lessons.presented(learn_class.state["id"], lesson_id)
 
 
 def address() -> dict[str, str]:
@@ -32,7 +40,7 @@ def address() -> dict[str, str]:
     of the step on show (``view=present`` from the front), or nothing."""
     if learn_class.following():
         return learn_class.class_address()
-    if not state.get("lesson"):
+    if not state.get("lesson") or lessons.is_upload(state["lesson"]):  # no link opens an upload
         return {}
     return {"lesson": state["lesson"], "step": str(state.get("step", 1)),
             **({"view": "present"} if session.presenting() else {})}
@@ -76,12 +84,13 @@ def lesson_list() -> None:
     st.markdown("Each lesson is a few steps. A step asks you to **predict** what a run will "
                 "show, **runs** it with one click, and shows the **one figure** that answers "
                 "it, with its number and why.")
-    for number, lesson in enumerate(LESSONS.values(), start=1):
+    for number, lesson in enumerate(lessons.all_lessons(), start=1):
         box = st.container(border=True)
         box.markdown(f"**{number}. {plain(lesson.title, 200)}** · {len(lesson.steps)} steps  \n"
                      f"{plain(lesson.summary, 600)}")
         box.button("Start", key=f"learn_start_{lesson.id}", on_click=go, args=(lesson.id,),
                    icon=":material/play_arrow:")
+    learn_upload.upload_panel(go)
 
 
 def options(step) -> tuple[str, str]:
@@ -178,8 +187,10 @@ def show_outcome(step, job, predicted: str | None, guess: str) -> None:
         words.markdown(f"You predicted {plain(step.expect.label, 200)} "
                        f"*{plain(predicted, 100)}*: "
                        + ("**right**." if right else "**not this time**."))
-    words.markdown(f"**Why.** {plain(step.answer, 1500)}")
-    words.info(f"**Try this next.** {plain(step.try_next, 800)}", icon=":material/lightbulb:")
+    record = job.run.metrics()  # the placeholders' numbers: this run's
+    words.markdown(f"**Why.** {plain(fill(step.answer, step.expect, record), 1500)}")
+    words.info(f"**Try this next.** {plain(fill(step.try_next, step.expect, record), 800)}",
+               icon=":material/lightbulb:")
     try:
         drawn = next((f for f in job.figures() if f.key == step.figure), None)
     except StackError as err:
@@ -241,7 +252,7 @@ def step_navigation(lesson, number: int) -> None:
         st.switch_page("views/train.py")
     if not teacher:
         front.button("Present this lesson to a class", key="learn_present",
-                     icon=":material/co_present:", on_click=learn_class.present_to_class,
+                     icon=":material/co_present:", on_click=present_class,
                      args=(lesson.id, number),
                      help="Present mode from this step, and a short link (with its QR code) "
                           "whose students follow your Previous and Next")
@@ -255,9 +266,11 @@ def step_view(lesson, step, number: int) -> None:
         st.button("All lessons", icon=":material/arrow_back:", key="learn_back", on_click=go,
                   args=(None,), type="tertiary")
     st.header(plain(lesson.title, 200))
+    learn_upload.unchecked_note(lesson)
     st.progress(number / len(lesson.steps),
                 text=f"Step {number} of {len(lesson.steps)}: **{plain(step.title, 200)}**")
     st.markdown(plain(step.text, 1500))
+    glossary.show_new_terms(st, lesson, number)
     with st.expander("The stack this step trains"):
         st.code(step.source, language=None)
     revealed = True
@@ -300,18 +313,25 @@ def step_view(lesson, step, number: int) -> None:
 
 
 def shown_step(lesson_id: str, number: int):
-    """The lesson and step to show; a step the lesson lacks is said, and its first shown."""
+    """The lesson and step to show; a step the lesson lacks is said, and its first shown
+    (a lesson this session cannot open, e.g. another session's upload: the list)."""
+    class_id = learn_class.state.get("id") if followed is not None else None
     try:
-        return step_from_link(lesson_id, number)
+        return lessons.step_of(lesson_id, number, class_id)
     except StackError as err:
         show_error(err)
         state["step"] = 1
         urls.show_own(address())
-        return step_from_link(lesson_id, 1)
+        try:
+            return lessons.step_of(lesson_id, 1, class_id)
+        except StackError:
+            state["lesson"] = None
+            return None, None
 
 
-if state.get("lesson"):
-    lesson, step = shown_step(state["lesson"], state.get("step", 1))
+lesson, step = shown_step(state["lesson"], state.get("step", 1)) if state.get("lesson") \
+    else (None, None)
+if lesson is not None:
     if presenting and teacher:  # from the front: the step wide, the class link beside it
         slide, side = st.columns([3, 1], gap="large")
         with slide, st.container(key="present"):

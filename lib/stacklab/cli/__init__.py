@@ -18,6 +18,9 @@
                    [--page train|explore|build]
                    (prints the classroom link; every control pinned unless --pin says which;
                    with --run and every control pinned, the short class link /train?run=KEY)
+    stacklab lessons check FILE... [--quick] [--seeds 0-2] [--workers N]
+                   (parse, resolve and lint each lesson file; train each step's claim on
+                   every seed; exit status 1 on a problem or a failed claim)
 
 Exit status: 0 on success, 1 on a `StackError` (its message on stderr, no traceback),
 2 on a usage error.
@@ -35,12 +38,13 @@ from ..core.errors import StackError
 from ..core.threads import use_training_threads
 from .commands import cmd_docs, cmd_explore, cmd_ops, cmd_resolve, cmd_tasks, cmd_train
 from .flags import make_parser
+from .lessons import cmd_lessons
 from .share import cmd_share
 from .sweep import cmd_compare, cmd_sweep
 
 COMMANDS = {"resolve": cmd_resolve, "train": cmd_train, "compare": cmd_compare,
             "sweep": cmd_sweep, "explore": cmd_explore, "tasks": cmd_tasks, "ops": cmd_ops,
-            "docs": cmd_docs, "share": cmd_share}
+            "docs": cmd_docs, "share": cmd_share, "lessons": cmd_lessons}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,7 @@ import sys
 
 from ..core.shapes import COMPUTE_DTYPES, DTYPES
 from ..lab.settings import SETTINGS, TrainConfig
+from .lessons import add_parser as lessons_parser
 
 
 class _Parser(argparse.ArgumentParser):
@@ -76,8 +77,14 @@ def make_parser() -> argparse.ArgumentParser:
 
     docs = commands.add_parser("docs", help="write the op reference (one Markdown page per op)")
     docs.add_argument("--out", required=True, metavar="DIR", help="folder to write into")
-    _share_parser(commands)
+    _later_commands(commands)
     return parser
+
+
+def _later_commands(commands) -> None:
+    """``share``, and ``lessons`` (its own module, `stacklab.cli.lessons`)."""
+    _share_parser(commands)
+    lessons_parser(commands)
 
 
 def _share_parser(commands) -> None:

@@ -18,15 +18,15 @@ def probe_caption(ctx: FigureContext) -> str:
     T, P = probe.trained_len, probe.probe_len
     return (f"Accuracy at each position of {P}-long sequences, trained on {T}, beside the same "
             f"model with its position tables at their initial values (dotted). Past T the "
-            f"rows were never trained: {probe.beyond:.0%} there against {probe.inside:.0%} "
-            f"inside T; the baseline gets {probe.baseline_beyond:.0%} and "
-            f"{probe.baseline_inside:.0%}.")
+            f"rows were never trained: {probe.beyond:.2f} there against {probe.inside:.2f} "
+            f"inside T; the baseline gets {probe.baseline_beyond:.2f} and "
+            f"{probe.baseline_inside:.2f}.")
 
 
 def probe_score(ctx: FigureContext) -> str:
     probe = ctx.probe
-    return (f"accuracy inside T {probe.inside:.0%}, past T {probe.beyond:.0%} "
-            f"(tables at init: {probe.baseline_inside:.0%}, {probe.baseline_beyond:.0%})")
+    return (f"accuracy inside T {probe.inside:.2f}, past T {probe.beyond:.2f} "
+            f"(tables at init: {probe.baseline_inside:.2f}, {probe.baseline_beyond:.2f})")
 
 
 def attention_score(ctx: FigureContext) -> str:
@@ -62,7 +62,7 @@ def without_table_score(run) -> str:
 def lengths_caption(run) -> str:
     T = run.config.seq_len
     parts = [f"Held-out accuracy at each position of sequences of other lengths, trained on "
-             f"T = {T} (the thick line): past T a learned table has only untrained rows, "
+             f"T = {T} (the dashed line marks T): past T a learned table has only untrained rows, "
              "while encodings of distance (RoPE, ALiBi, relative) may carry on."]
     for length, entry in run.length_generalization.items():
         if "error" in entry:
@@ -74,7 +74,7 @@ def lengths_caption(run) -> str:
 
 
 def lengths_score(run) -> str:
-    return "; ".join(f"length {length}: " + (f"{entry['accuracy']:.0%}" if "accuracy" in entry
+    return "; ".join(f"length {length}: " + (f"{entry['accuracy']:.2f}" if "accuracy" in entry
                                                else "beyond capacity")
                      for length, entry in run.length_generalization.items())
 

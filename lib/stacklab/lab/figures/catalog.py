@@ -107,7 +107,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         group="Training",
         applies=lambda ctx: bool(ctx.run.history), needs_table=False,
         why_not=lambda ctx: "no held-out evaluation was recorded",
-        score=lambda ctx: f"final held-out accuracy {ctx.run.final['accuracy']:.1%}"),
+        score=lambda ctx: f"final held-out accuracy {ctx.run.final['accuracy']:.2f}"),
     FigureSpec(
         "length_generalization", "Length generalization",
         lambda ctx: lengths_caption(ctx.run),

@@ -28,15 +28,15 @@ def length_probe_plot(probe: analysis.LengthProbe) -> go.Figure:
     fig = go.Figure([
         go.Scatter(x=x, y=as_float32(probe.baseline), mode="lines", name="tables at init",
                    line=dict(color="rgba(120,120,120,0.8)", dash="dot"),
-                   hovertemplate="position %{x}<br>tables at init: %{y:.1%}<extra></extra>"),
+                   hovertemplate="position %{x}<br>tables at init: %{y:.2f}<extra></extra>"),
         go.Scatter(x=x, y=as_float32(probe.accuracy), mode="lines+markers", name="trained",
                    line=dict(color=TRAINED_COLOR),
-                   hovertemplate="position %{x}<br>accuracy %{y:.1%}<extra></extra>"),
+                   hovertemplate="position %{x}<br>accuracy %{y:.2f}<extra></extra>"),
     ])
     fig.update_layout(
         title=dict(text=f"Length probe: trained on T = {T}, tested on {probe.probe_len} positions"),
         xaxis_title="position in the sequence", yaxis=dict(title="held-out accuracy",
-                                                           range=[0, 1.05], tickformat=".0%"),
+                                                           range=[0, 1.05], tickformat=".1f"),
         height=HEIGHT, legend=dict(orientation="h", y=-0.15))
     if probe.probe_len > T:
         fig.add_vrect(x0=T - 0.5, x1=probe.probe_len - 0.5, fillcolor=UNTRAINED_COLOR,
@@ -44,8 +44,8 @@ def length_probe_plot(probe: analysis.LengthProbe) -> go.Figure:
         mark_trained_len(fig, T, horizontal=False)
         fig.add_annotation(
             x=(T + probe.probe_len) / 2 - 0.5, y=0.5, yref="paper", showarrow=False,
-            text=(f"past T: {probe.beyond:.0%} (tables at init {probe.baseline_beyond:.0%})<br>"
-                  f"inside T: {probe.inside:.0%} (tables at init {probe.baseline_inside:.0%})"),
+            text=(f"past T: {probe.beyond:.2f} (tables at init {probe.baseline_beyond:.2f})<br>"
+                  f"inside T: {probe.inside:.2f} (tables at init {probe.baseline_inside:.2f})"),
             bgcolor="rgba(255,255,255,0.85)", bordercolor="#888")
     return fig
 
@@ -60,13 +60,13 @@ def length_generalization_plot(found: dict[str, dict], trained_len: int) -> go.F
             x=np.arange(length, dtype=np.int32), y=as_float32(entry["per_position"]),
             mode="lines", name=_length_words(length, entry, trained_len),
             line=dict(color=PALETTE[index % len(PALETTE)], width=3 if length == trained_len else 1.5),
-            hovertemplate=f"length {length}<br>position %{{x}}<br>accuracy %{{y:.1%}}<extra></extra>"))
+            hovertemplate=f"length {length}<br>position %{{x}}<br>accuracy %{{y:.2f}}<extra></extra>"))
     refused = [length for length, entry in found.items() if "error" in entry]
     title = f"Accuracy per position at each length (trained on T = {trained_len})"
     if refused:
         title += f"; not measured at {', '.join(refused)} (see the caption)"
     fig.update_layout(title=dict(text=title), xaxis_title="position in the sequence",
-                      yaxis=dict(title="held-out accuracy", range=[0, 1.05], tickformat=".0%"),
+                      yaxis=dict(title="held-out accuracy", range=[0, 1.05], tickformat=".1f"),
                       height=HEIGHT, legend=dict(orientation="h", y=-0.15))
     if any(length > trained_len for length, _ in measured):
         mark_trained_len(fig, trained_len, horizontal=False)
@@ -189,13 +189,13 @@ def training_curves(history: Sequence[dict], train_loss: Sequence[tuple[int, flo
                        y=as_float32([entry["accuracy"] for entry in shown]),
                        mode="lines+markers", name="held-out accuracy",
                        line=dict(color=TRAINED_COLOR),
-                       hovertemplate="step %{x}<br>accuracy %{y:.1%}<extra></extra>",
+                       hovertemplate="step %{x}<br>accuracy %{y:.2f}<extra></extra>",
                        xaxis="x2", yaxis="y2"))
     losses = [entry["loss"] for entry in history] + [loss for _, loss in train_loss or ()]
     axis = loss_axis(losses)
     layout["yaxis"].update({name: value for name, value in axis.items() if name != "title_text"},
                            title={"text": axis["title_text"]})
-    layout["yaxis2"].update(title={"text": "accuracy"}, range=[0, 1.05], tickformat=".0%")
+    layout["yaxis2"].update(title={"text": "accuracy"}, range=[0, 1.05], tickformat=".1f")
     layout["xaxis2"].update(title={"text": "training step"})
     layout.update(title={"text": "Training curves"}, height=HEIGHT,
                   legend={"orientation": "h", "y": -0.15})
@@ -229,19 +229,19 @@ def lengths_compared_plot(series: Sequence[tuple[str, int, dict[str, dict]]]) ->
                 line=dict(color=color, dash=DASHES[lengths.index(length) % len(DASHES)],
                           width=2.5 if length == T else 1.8),
                 hovertemplate=f"run {index + 1}, length {length}<br>position %{{x}}<br>accuracy "
-                              "%{y:.1%}<extra></extra>"))
+                              "%{y:.2f}<extra></extra>"))
     for T in sorted({T for _, T, found in series if any(int(k) > T for k in found)}):
         mark_trained_len(fig, T, horizontal=False)
     fig.update_layout(title=dict(text="Accuracy per position at each length, every run "
                                       "(colour: run; dash: length)"),
                       xaxis_title="position in the sequence",
-                      yaxis=dict(title="held-out accuracy", range=[0, 1.05], tickformat=".0%"),
+                      yaxis=dict(title="held-out accuracy", range=[0, 1.05], tickformat=".1f"),
                       height=HEIGHT + 60, legend=dict(orientation="h", y=-0.18))
     return fig
 
 
 def _length_words(length: int, entry: dict, trained_len: int) -> str:
-    """A legend entry: ``length 32: 80.4% past T, 87.0% overall`` (overall alone at T or less)."""
+    """A legend entry: ``length 32: 0.80 past T, 0.87 overall`` (overall alone at T or less)."""
     past = past_trained(entry, trained_len) if length > trained_len else None
-    overall = f"{entry['accuracy']:.1%} overall"
-    return f"length {length}: " + (f"{past:.1%} past T, {overall}" if past is not None else overall)
+    overall = f"{entry['accuracy']:.2f} overall"
+    return f"length {length}: " + (f"{past:.2f} past T, {overall}" if past is not None else overall)

@@ -1,4 +1,6 @@
-"""Guided lessons: each a short sequence of steps, declared once in its own file.
+"""Guided lessons: each a short sequence of steps, one Markdown file each (`files`): the
+built-in ones are the package's ``builtin/*.md``, a teacher's come from the folder
+``STACKLAB_LESSONS`` names (or an upload, which the app keeps to its teacher's session).
 
 A step says what to try, asks for a prediction, runs one experiment, points at the figure
 that matters and states what the run must show (`model.Expect`); the test suite trains
@@ -15,19 +17,62 @@ every step's experiment and checks it (`check`). Pages open a step from a link
 
 from __future__ import annotations
 
+import logging
+import os
+from importlib.resources import files as package_files
+from pathlib import Path
+
 from ...core.errors import StackError, choice_problem
 from ..settings import TrainConfig
-from . import abacus, induction_heads, lengths, papers, positions, table_patterns, untrained_rows
+from .files import parse_lesson, read_lesson
 from .model import METRICS, Expect, Lesson, Metric, Step, check
+from .text import fill
 
-__all__ = ["LESSONS", "Lesson", "Step", "Expect", "Metric", "METRICS", "check",
-           "get_lesson", "step_from_link", "step_link", "open_step"]
+__all__ = ["LESSONS", "Lesson", "Step", "Expect", "Metric", "METRICS", "check", "fill",
+           "get_lesson", "step_from_link", "step_in", "step_link", "open_step", "parse_lesson",
+           "read_lesson", "BUILTIN", "FOLDER_ENV", "FOLDER_PROBLEMS", "folder_lessons"]
 
-# In the order a newcomer takes them.
-_IN_ORDER = (positions.LESSON, table_patterns.LESSON, untrained_rows.LESSON, lengths.LESSON,
-              induction_heads.LESSON, papers.LESSON, abacus.LESSON)
-LESSONS: dict[str, Lesson] = {lesson.id: lesson for lesson in _IN_ORDER}
-assert len(LESSONS) == len(_IN_ORDER), "two lessons share an id"
+FOLDER_ENV = "STACKLAB_LESSONS"  # a folder of a teacher's lesson files (*.md)
+MAX_FOLDER_LESSONS = 100
+_log = logging.getLogger(__name__)
+
+
+def _builtin() -> tuple[Lesson, ...]:
+    """The built-in lessons, in the order a newcomer takes them (their files' numbers)."""
+    folder = package_files(__package__) / "builtin"
+    names = sorted((entry.name for entry in folder.iterdir() if entry.name.endswith(".md")),
+                   key=lambda name: int(name.split("-", 1)[0]))
+    return tuple(read_lesson(folder / name) for name in names)
+
+
+def folder_lessons(folder: str | os.PathLike | None) -> tuple[tuple[Lesson, ...], list[str]]:
+    """The lessons of ``folder``'s ``*.md`` files (unchecked: the suite never trained their
+    claims) and a line per file refused (its error's first line); none without a folder."""
+    if not folder:
+        return (), []
+    lessons, problems = [], []
+    for path in sorted(Path(folder).glob("*.md"))[:MAX_FOLDER_LESSONS]:
+        try:
+            lesson = read_lesson(path)
+        except (StackError, OSError) as err:
+            problems.append(f"{path.name}: {str(err).splitlines()[0]}")
+            continue
+        lessons.append(Lesson(lesson.id, lesson.title, lesson.summary, lesson.steps,
+                              origin=str(path), checked=False))
+    return tuple(lessons), problems
+
+
+BUILTIN: tuple[Lesson, ...] = _builtin()
+_FOLDER, FOLDER_PROBLEMS = folder_lessons(os.environ.get(FOLDER_ENV))
+LESSONS: dict[str, Lesson] = {lesson.id: lesson for lesson in BUILTIN}
+assert len(LESSONS) == len(BUILTIN), "two lessons share an id"
+for _lesson in _FOLDER:  # a teacher's lesson never replaces a built-in one
+    if _lesson.id in LESSONS:
+        FOLDER_PROBLEMS.append(f"{_lesson.origin}: the id {_lesson.id!r} is taken")
+    else:
+        LESSONS[_lesson.id] = _lesson
+for _problem in FOLDER_PROBLEMS:
+    _log.warning("a lesson of %s was not loaded: %s", FOLDER_ENV, _problem)
 
 
 def get_lesson(lesson_id: str) -> Lesson:
@@ -42,7 +87,11 @@ def get_lesson(lesson_id: str) -> Lesson:
 def step_from_link(lesson_id: str, step: str | int | None = None) -> tuple[Lesson, Step]:
     """The lesson and step a link names (``lesson=ID&step=N``; steps count from 1; no step:
     the first). An unknown lesson or a step out of range is ``E_ARG`` that says which."""
-    lesson = get_lesson(lesson_id)
+    return step_in(get_lesson(lesson_id), step)
+
+
+def step_in(lesson: Lesson, step: str | int | None = None) -> tuple[Lesson, Step]:
+    """``lesson``'s step ``step`` (from 1; none: the first), as `step_from_link` reads it."""
     if step is None or (isinstance(step, str) and not step.strip()):
         return lesson, lesson.steps[0]
     text = str(step).strip()

@@ -35,6 +35,7 @@ class Metric:
     label: str
     read: Callable[[dict, "Expect"], float | None]
     needs_length: bool = False  # read at one of the run's eval_lengths (`Expect.length`)
+    names: tuple[str, ...] = ()  # words a question names it by (the checker wants one)
 
 
 def _first_table(record: dict) -> dict | None:
@@ -107,16 +108,22 @@ def _largest_head(score: str, layer: int | None = None):
 
 METRICS: dict[str, Metric] = {
     "accuracy": Metric("held-out accuracy",
-                       lambda record, expect: record["final"]["accuracy"]),
-    "pattern": Metric("the task's pattern score", _pattern),
-    "untrained_grad": Metric("the largest summed gradient of a row past T", _untrained_grad),
-    "untrained_drift": Metric("the mean drift of the rows past T", _untrained_drift),
-    "accuracy_at": Metric("held-out accuracy", _accuracy_at, needs_length=True),
-    "past_T": Metric("held-out accuracy past T", _past_T, needs_length=True),
+                       lambda record, expect: record["final"]["accuracy"],
+                       names=("held-out accuracy",)),
+    "pattern": Metric("the task's pattern score", _pattern, names=("pattern score",)),
+    "untrained_grad": Metric("the largest summed gradient of a row past T", _untrained_grad,
+                             names=("summed gradient", "gradient")),
+    "untrained_drift": Metric("the mean drift of the rows past T", _untrained_drift,
+                              names=("drift",)),
+    "accuracy_at": Metric("held-out accuracy", _accuracy_at, needs_length=True,
+                          names=("held-out accuracy",)),
+    "past_T": Metric("held-out accuracy past T", _past_T, needs_length=True,
+                     names=("accuracy past T",)),
     "induction": Metric("the largest induction score of a last-layer head",
-                        _largest_head("induction")),
+                        _largest_head("induction"), names=("induction score",)),
     "previous_token": Metric("the largest previous-token score of a layer-1 head",
-                             _largest_head("previous_token", layer=1)),
+                             _largest_head("previous_token", layer=1),
+                             names=("previous-token score",)),
 }
 
 OPS = {">=": ("at least", lambda value, bound: value >= bound),
@@ -186,6 +193,7 @@ class Step:
     expect: Expect
     try_next: str
     stack: str | None = None
+    line: int = field(default=0, compare=False)  # where its section starts in its file
 
     def __post_init__(self):
         object.__setattr__(self, "settings", _frozen(self.settings))
@@ -227,6 +235,8 @@ class Lesson:
     title: str
     summary: str  # what the lesson teaches, in a sentence or two
     steps: tuple[Step, ...] = field(default_factory=tuple)
+    origin: str = field(default="", compare=False)  # the file it was read from
+    checked: bool = field(default=True, compare=False)  # its claims trained on seeds 0-2
 
     def __post_init__(self):
         if not self.id or not all(c.islower() or c.isdigit() or c == "-" for c in self.id):
