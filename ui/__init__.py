@@ -8,6 +8,7 @@
 - `ui.markdown`: user text as safe Markdown, errors on the page;
 - `ui.figures`: figures and charts on a page;
 - `ui.glossary`: the glossary's definitions in control help and under captions;
+- `ui.lessons`: Learn's lessons: the package's, a folder's and a teacher's upload, checked;
 - `ui.tables`: Explore's real models and uploaded tables, analysed by the pool's table jobs;
 - `ui.present`: present mode, a figure at a time for a projector;
 - `ui.style`: the app's stylesheet (contrast, focus, a phone's sizes);
