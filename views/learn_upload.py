@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import lessons
-from ui.lab import MAX_LESSON_BYTES
+from ui.lab import FOLDER_PROBLEMS, MAX_LESSON_BYTES
 from ui.markdown import plain, show_error
 
 DOCS_PAGE = "Write your own lesson"
@@ -24,6 +24,9 @@ def upload_panel(start) -> None:
                  f"{MAX_LESSON_BYTES // 1024} KB; the docs' page \"{DOCS_PAGE}\" has a "
                  "complete example). It stays in this session; a class sees it only when "
                  "you present it.")
+    if FOLDER_PROBLEMS:  # the server's folder of lessons (STACKLAB_LESSONS): what it left out
+        box.warning("Lesson files of this server's folder that were not loaded:")
+        box.code("\n".join(FOLDER_PROBLEMS[:20]), language=None, wrap_lines=True)
     file = box.file_uploader("Lesson file (.md)", type=["md", "txt"], key="learn_upload_file",
                              max_upload_size=1)
     if file is not None:

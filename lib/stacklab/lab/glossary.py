@@ -158,6 +158,12 @@ _TERMS = (
          ("figure:training_curves", "setting:target_accuracy", "metric:accuracy",
           "lesson:positions"),
          ("held out", "held-out")),
+    Term("cross-entropy",
+         "The loss training lowers: how unsure the model was of the right answer (0 when it "
+         "was sure and right); the training curves draw it on a log scale, where each step "
+         "down the axis is ten times smaller.",
+         ("figure:training_curves",),
+         ("cross-entropy (log scale)", "loss")),
     Term("length generalization",
          "How well a model trained on sequences of length T does on longer ones "
          "(eval_lengths), especially on the positions past T.",
