@@ -19,8 +19,8 @@
                    (prints the classroom link; every control pinned unless --pin says which;
                    with --run and every control pinned, the short class link /train?run=KEY)
 
-Exit status: 0 on success, 1 on a `StackError` (its message on stderr, no traceback),
-2 on a usage error.
+Exit status: 0 on success, 1 on a `StackError` (its message on stderr, no traceback;
+``stacklab --debug COMMAND ...`` adds it) or another error (one line), 2 on a usage error.
 
 The parser and the train flags (from the settings table) are in `flags`; the commands on
 one stack, table or listing in `commands`; ``compare`` and ``sweep`` in `sweep`; the
@@ -30,6 +30,7 @@ classroom link, ``share``, in `share`.
 from __future__ import annotations
 
 import sys
+import traceback
 
 from ..core.errors import StackError
 from ..core.threads import use_training_threads
@@ -53,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
             use_training_threads()
         return COMMANDS[args.command](args, command_parser) or 0
     except StackError as err:
+        if args.debug:
+            traceback.print_exc()
         print(err, file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -60,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as err:  # noqa: BLE001 - a bug: one line, the traceback on --debug
+        if args.debug:
+            raise
+        print(f"stacklab: {args.command} failed: {type(err).__name__}: "
+              f"{str(err).strip().splitlines()[0][:200] if str(err).strip() else ''}\n"
+              "(stacklab --debug ... shows the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

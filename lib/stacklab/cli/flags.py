@@ -21,6 +21,7 @@ class _Parser(argparse.ArgumentParser):
 def make_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand (the usage in `stacklab.cli`'s docstring)."""
     parser = _Parser(prog="stacklab", description="A lab for learned position embeddings.")
+    parser.add_argument("--debug", action="store_true", help="on an error, print its traceback")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     res = commands.add_parser("resolve", help="resolve a stack and print its network report")
@@ -32,7 +33,6 @@ def make_parser() -> argparse.ArgumentParser:
     res.add_argument("--dtype", default="float32", choices=list(COMPUTE_DTYPES),
                      help="compute dtype (default float32)")
     res.add_argument("--json", action="store_true", help="print the network as JSON")
-
     tr = commands.add_parser("train", help="train a stack on a toy task; write model, metrics "
                              "and an HTML report")
     tr.add_argument("file", nargs="?", default=None,
