@@ -29,30 +29,38 @@ classroom link, ``share``, in `share`.
 
 from __future__ import annotations
 
+import importlib
 import sys
 import traceback
 
 from ..core.errors import StackError
-from ..core.threads import use_training_threads
-from .commands import cmd_docs, cmd_explore, cmd_ops, cmd_resolve, cmd_tasks, cmd_train
 from .flags import make_parser
-from .share import cmd_share
-from .sweep import cmd_compare, cmd_sweep
 
-COMMANDS = {"resolve": cmd_resolve, "train": cmd_train, "compare": cmd_compare,
-            "sweep": cmd_sweep, "explore": cmd_explore, "tasks": cmd_tasks, "ops": cmd_ops,
-            "docs": cmd_docs, "share": cmd_share}
+# Each command's function, imported when that command runs (``stacklab --help`` imports no
+# torch): "module:function" in this package.
+COMMANDS = {"resolve": "commands:cmd_resolve", "train": "commands:cmd_train",
+            "compare": "sweep:cmd_compare", "sweep": "sweep:cmd_sweep",
+            "explore": "commands:cmd_explore", "tasks": "commands:cmd_tasks",
+            "ops": "commands:cmd_ops", "docs": "commands:cmd_docs", "share": "share:cmd_share"}
+
+
+def _command(name: str):
+    module, function = COMMANDS[name].split(":")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), function)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line with ``argv`` (default: the process's); the exit status."""
-    parser = make_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = make_parser(only=next((word for word in argv if word in COMMANDS), ""))
     args = parser.parse_args(argv)
     try:
         command_parser = parser._subparsers._group_actions[0].choices[args.command]
         if args.command in ("train", "explore"):  # sweep's workers choose their own
+            from ..core.threads import use_training_threads
+
             use_training_threads()
-        return COMMANDS[args.command](args, command_parser) or 0
+        return _command(args.command)(args, command_parser) or 0
     except StackError as err:
         if args.debug:
             traceback.print_exc()
