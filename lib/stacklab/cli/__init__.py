@@ -1,14 +1,16 @@
 """The ``stacklab`` command line.
 
+    stacklab [--debug] COMMAND ...     (--debug: an error's traceback too)
     stacklab resolve FILE|- --input B,12 [--input-dtype int64] [--dtype float32] [--json]
     stacklab train [FILE|-] --task NAME [--seq-len T] [--steps N] [--batch-size N] [--lr X]
                    [--weight-decay X] [--seed S] [--device auto|cpu|cuda|mps]
                    [--target-accuracy X] [--eval-lengths LENGTHS] [--random-positions N]
                    [--rope-scaling linear|ntk|yarn] [--rope-factor X] --out DIR
+                   [--format png|svg|pdf]
     stacklab compare RUN RUN... --out DIR        (RUN: a folder of `train --out`, or a run key)
     stacklab sweep --task NAME --stack FILE [--stack FILE ...] [--seeds 0-4] [--workers N]
                    [the train flags but --seed] --out DIR
-    stacklab explore PATH [--key NAME] [--rows N] [--full] --out DIR
+    stacklab explore PATH [--key NAME] [--rows N] [--full] --out DIR [--format png|svg|pdf]
                    (PATH: .safetensors of any size, .npy, a model folder, a cached model, hf://org/name)
     stacklab tasks [--json]
     stacklab ops [--json]
