@@ -32,8 +32,20 @@ def test_the_site_builds_in_strict_mode(tmp_path):
                           cwd=site, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
-    assert (tmp_path / "site" / "ops" / "pos_embed" / "index.html").exists()
-    assert "resolve" in (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
+    built = tmp_path / "site"
+    assert (built / "ops" / "pos_embed.html").exists()
+    api = (built / "api.html").read_text(encoding="utf-8")
+    assert "resolve" in api
+    # the first example is code, not a quote (">>>" in Markdown is a nested quote)
+    first = re.search(r"<(code|blockquote)[^>]*>.{0,400}?import stacklab", api, re.S)
+    assert first and first[1] == "code", first and first[0][:200]
+    # opened from disk: every link between pages names a file, never a folder
+    index = (built / "index.html").read_text(encoding="utf-8")
+    links = re.findall(r'href="((?!https?:|#|mailto:)[^"]+)"', index)
+    pages = [link.split("#")[0] for link in links if not link.endswith((".css", ".js", ".png",
+                                                                         ".svg", ".ico", ".xml"))]
+    assert pages and all(page.endswith(".html") for page in pages if page), pages
+    assert all((built / page).is_file() for page in pages if page and "/" not in page.strip("./"))
 
 
 def test_no_page_a_user_reads_cites_the_spec():

@@ -3,11 +3,14 @@
 Type a layer stack, see every shape resolved before anything runs, build it into a torch
 module and train it:
 
+```python
 >>> import stacklab
 >>> net = stacklab.resolve("embedding(500, 16)\\npos_embed(32)\\nlinear(4)", ["B", 12],
 ...                        input_dtype="int64")
 >>> net.param_count
 8580
+
+```
 
 The package is layered (see ARCHITECTURE.md): `stacklab.core` (language, resolver,
 network, build, export), `stacklab.ops` (one file per op), `stacklab.lab` (tasks, trainer,
