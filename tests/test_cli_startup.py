@@ -73,3 +73,32 @@ def test_explore_writes_its_figures_in_each_format_asked(cli, tmp_path):
     assert scores["table"] == "wpe" and written
     assert {name.rsplit(".", 1)[1] for name in written} == {"svg", "pdf"}
     assert len(written) % 2 == 0 and "wrote" in err
+
+
+def test_the_length_table_writes_only_to_out_with_progress(tmp_path):
+    """Two seeds on two worker processes; every file in --out, a progress line per run with
+    the total and the time left; the tracked docs untouched."""
+    from pathlib import Path
+
+    docs = Path(__file__).parent.parent / "docs" / "length_generalization"
+    before = {path.name: path.stat().st_mtime_ns for path in docs.iterdir()}
+    done = subprocess.run([sys.executable, "-m", "stacklab", "length-table", "--out",
+                           str(tmp_path / "table"), "--tasks", "copy", "--encodings", "rope",
+                           "--seeds", "0-1", "--steps", "2", "--fine-tune", "0",
+                           "--workers", "2"], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "[1/2] copy rope seed" in done.stderr and "[2/2]" in done.stderr
+    assert "s left" in done.stderr
+    assert sorted(path.name for path in (tmp_path / "table").iterdir()) == \
+        ["comparison.html", "results.csv", "table.md", "timing.json"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["table"]
+    assert {path.name: path.stat().st_mtime_ns for path in docs.iterdir()} == before
+    missing = subprocess.run([sys.executable, "-m", "stacklab", "length-table"],
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and "--out" in missing.stderr  # no default folder
+    bench = subprocess.run([sys.executable, "bench/length_table.py", "--help"],
+                           capture_output=True, text=True, timeout=120,
+                           cwd=Path(__file__).parent.parent)
+    assert bench.returncode == 0 and "--out DIR" in bench.stdout
+    assert "issue" not in bench.stdout.lower()

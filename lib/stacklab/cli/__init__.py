@@ -15,6 +15,8 @@
     stacklab tasks [--json]
     stacklab ops [--json]
     stacklab docs --out DIR
+    stacklab length-table --out DIR [--steps N] [--seeds 0-2] [--device cpu] [--tasks NAMES]
+                   [--encodings NAMES] [--workers N] [--fine-tune N] [--rewrite]
     stacklab share [FILE|-] --task NAME --host URL [--input SHAPE] [--input-dtype int64]
                    [the train flags] [--run KEY] [--pin NAMES|none] [--qr PNG]
                    [--page train|explore|build]
@@ -43,7 +45,8 @@ from .flags import make_parser
 COMMANDS = {"resolve": "commands:cmd_resolve", "train": "commands:cmd_train",
             "compare": "sweep:cmd_compare", "sweep": "sweep:cmd_sweep",
             "explore": "commands:cmd_explore", "tasks": "commands:cmd_tasks",
-            "ops": "commands:cmd_ops", "docs": "commands:cmd_docs", "share": "share:cmd_share"}
+            "ops": "commands:cmd_ops", "docs": "commands:cmd_docs", "share": "share:cmd_share",
+            "length-table": "commands:cmd_length_table"}
 
 
 def _command(name: str):

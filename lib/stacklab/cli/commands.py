@@ -191,3 +191,11 @@ def cmd_docs(args, parser) -> None:
     except OSError as err:
         parser.error(f"cannot write to {args.out!r}: {err.strerror or err}")
     print(f"wrote {len(written)} pages to {args.out}", file=sys.stderr)
+
+
+def cmd_length_table(args, parser) -> int:
+    from ..lab.reports.length_table import run
+
+    if args.workers < 1 or args.steps < 1:
+        parser.error("--workers and --steps must be 1 or more")
+    return run(args)

@@ -120,23 +120,22 @@ def _share_flags(share: argparse.ArgumentParser) -> None:
                        help="the page the link opens (default train)")
 
 
-# Each subcommand: its help in ``stacklab --help``, and the function that adds its flags.
-COMMAND_FLAGS = {
-    "resolve": ("resolve a stack and print its network report", _resolve_flags),
-    "train": ("train a stack on a toy task; write model, metrics and an HTML report",
-              _train_flags),
-    "compare": ("put runs side by side: settings and scores in comparison.json, the same "
-                "figures aligned in comparison.html", _compare_flags),
-    "sweep": ("train every stack x seed on the pool; write results.csv and comparison.html",
-              _sweep_flags),
-    "explore": ("a real model's positions, or a table from a file: its figures and scores "
-                "(the offset figure of a rotary/ALiBi model)", _explore_flags),
-    "tasks": ("list the toy tasks", _tasks_flags),
-    "ops": ("list the ops of the catalog", _ops_flags),
-    "docs": ("write the op reference (one Markdown page per op)", _docs_flags),
-    "share": ("print the classroom link of an experiment (the Train page's share panel): its "
-              "controls pinned, and a run", _share_flags),
-}
+def _length_table_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, metavar="DIR", help="folder to write into "
+                        "(docs/length_generalization rewrites the table the docs show)")
+    parser.add_argument("--steps", type=int, default=200, metavar="N", help="steps per run")
+    parser.add_argument("--seeds", default="0-2", metavar="SEEDS", help="seeds, e.g. 0-2")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda", "mps"])
+    parser.add_argument("--tasks", default="copy,addition,selective_copy", metavar="NAMES",
+                        help="comma list of the length tasks")
+    parser.add_argument("--encodings", default=None, metavar="NAMES",
+                        help="comma list of the table's encodings (default: all of them)")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="runs at once, one process and one torch thread each")
+    parser.add_argument("--fine-tune", type=int, default=50, metavar="N",
+                        help="steps of the RoPE runs' fine-tune at each new length (0: none)")
+    parser.add_argument("--rewrite", action="store_true",
+                        help="only redraw table.md and comparison.html from --out's results.csv")
 
 
 def _format_flag(parser: argparse.ArgumentParser) -> None:
@@ -179,3 +178,25 @@ def _flag_type(row):
 def _flag_help(row) -> str:
     default = ("" if row.default in (None, "") or row.choices else f" (default {row.default})")
     return row.help + default
+
+
+# Each subcommand: its help in ``stacklab --help``, and the function that adds its flags.
+COMMAND_FLAGS = {
+    "resolve": ("resolve a stack and print its network report", _resolve_flags),
+    "train": ("train a stack on a toy task; write model, metrics and an HTML report",
+              _train_flags),
+    "compare": ("put runs side by side: settings and scores in comparison.json, the same "
+                "figures aligned in comparison.html", _compare_flags),
+    "sweep": ("train every stack x seed on the pool; write results.csv and comparison.html",
+              _sweep_flags),
+    "explore": ("a real model's positions, or a table from a file: its figures and scores "
+                "(the offset figure of a rotary/ALiBi model)", _explore_flags),
+    "tasks": ("list the toy tasks", _tasks_flags),
+    "ops": ("list the ops of the catalog", _ops_flags),
+    "docs": ("write the op reference (one Markdown page per op)", _docs_flags),
+    "length-table": ("the length-generalization table: every encoding on the length tasks, "
+                     "trained at 16 and tested at 32 and 64 (table.md, comparison.html)",
+                     _length_table_flags),
+    "share": ("print the classroom link of an experiment (the Train page's share panel): its "
+              "controls pinned, and a run", _share_flags),
+}
