@@ -15,6 +15,7 @@
     stacklab tasks [--json]
     stacklab ops [--json]
     stacklab docs --out DIR
+    stacklab docs-tables [--check] [--root DIR]   (the docs' tables from their result files)
     stacklab length-table --out DIR [--steps N] [--seeds 0-2] [--device cpu] [--tasks NAMES]
                    [--encodings NAMES] [--workers N] [--fine-tune N] [--rewrite]
     stacklab share [FILE|-] --task NAME --host URL [--input SHAPE] [--input-dtype int64]
@@ -46,7 +47,8 @@ COMMANDS = {"resolve": "commands:cmd_resolve", "train": "commands:cmd_train",
             "compare": "sweep:cmd_compare", "sweep": "sweep:cmd_sweep",
             "explore": "commands:cmd_explore", "tasks": "commands:cmd_tasks",
             "ops": "commands:cmd_ops", "docs": "commands:cmd_docs", "share": "share:cmd_share",
-            "length-table": "commands:cmd_length_table"}
+            "length-table": "commands:cmd_length_table",
+            "docs-tables": "commands:cmd_docs_tables"}
 
 
 def _command(name: str):

@@ -199,3 +199,18 @@ def cmd_length_table(args, parser) -> int:
     if args.workers < 1 or args.steps < 1:
         parser.error("--workers and --steps must be 1 or more")
     return run(args)
+
+
+def cmd_docs_tables(args, parser) -> int:
+    from ..lab.reports.docs_tables import stale_tables, write_tables
+
+    if args.check:
+        stale = stale_tables(args.root)
+        for line in stale:
+            print(f"stale: {line}", file=sys.stderr)
+        print(f"{'no' if not stale else len(stale)} stale table(s)", file=sys.stderr)
+        return 1 if stale else 0
+    changed = write_tables(args.root)
+    print(f"rewrote {', '.join(changed) or 'nothing (every table matches its results)'}",
+          file=sys.stderr)
+    return 0

@@ -138,6 +138,12 @@ def _length_table_flags(parser: argparse.ArgumentParser) -> None:
                         help="only redraw table.md and comparison.html from --out's results.csv")
 
 
+def _docs_tables_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--check", action="store_true",
+                        help="change nothing; exit 1 naming each table its results no longer give")
+    parser.add_argument("--root", default=".", metavar="DIR", help="the checkout (default .)")
+
+
 def _format_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", action="append", choices=["png", "svg", "pdf"], default=[],
                         help="also write every figure as an image of this format into "
@@ -197,6 +203,8 @@ COMMAND_FLAGS = {
     "length-table": ("the length-generalization table: every encoding on the length tasks, "
                      "trained at 16 and tested at 32 and 64 (table.md, comparison.html)",
                      _length_table_flags),
+    "docs-tables": ("write every table of results in the docs from its result files "
+                    "(--check: only say which no longer match)", _docs_tables_flags),
     "share": ("print the classroom link of an experiment (the Train page's share panel): its "
               "controls pinned, and a run", _share_flags),
 }
