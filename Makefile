@@ -63,8 +63,15 @@ lessons: $(STAMP)
 
 # The documentation site (MkDocs, material theme; the API reference from the docstrings):
 # the op reference regenerated from the catalog, the README's screenshots copied in, built
-# with --strict into site/ (a broken link or a docstring griffe cannot read fails it).
-docs: $(STAMP)
+# with --strict into site/ (a broken link or a docstring griffe cannot read fails it). It
+# installs only the app and the `docs` extra; site/ works served and opened from disk.
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): $(APP_STAMP) pyproject.toml
+	@echo "stacklab: installing the docs tools (MkDocs, its theme, mkdocstrings) ..."
+	$(PIP) -e '.[docs]' 2>&1 | grep --line-buffered -v "is ignored" | grep --line-buffered -v "^Requirement already satisfied" || true
+	@touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
 	$(VENV)/bin/stacklab docs --out docs/ops
 	mkdir -p docs/images && cp assets/screenshots/*.png docs/images/
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site

@@ -15,6 +15,7 @@ import math
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -559,11 +560,31 @@ def bench_store(page_opens: int = PAGE_OPENS) -> dict:
 
 # ---------------------------------------------------------------- report
 
+def bench_cli_help(reps: int = 7) -> dict:
+    """Wall time of ``stacklab --help`` (a fresh process each time, as a person types it),
+    beside a bare Python start and ``import torch`` measured in the same interleaved
+    rounds: the command line imports torch only when a command needs it."""
+    stacklab = str(Path(sys.executable).with_name("stacklab"))
+    commands = {"stacklab --help": [stacklab, "--help"],
+                "stacklab train --help": [stacklab, "train", "--help"],
+                "python -c pass": [sys.executable, "-c", "pass"],
+                "python -c 'import torch'": [sys.executable, "-c", "import torch"]}
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(reps):
+        for name, argv in commands.items():
+            start = time.perf_counter()
+            subprocess.run(argv, check=True, capture_output=True)
+            times[name].append(time.perf_counter() - start)
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    return {"seconds": medians,
+            "targets": {"help_under_1s": medians["stacklab --help"] < 1.0}}
+
+
 SECTIONS = {"pos_embed": bench_pos_embed, "resolve": bench_resolve,
             "resolve_branching": bench_resolve_branching, "train_step": bench_train_step,
             "train_step_induction": bench_train_step_induction, "tasks": bench_tasks,
             "encodings": bench_encodings, "preset_flops": bench_preset_flops,
-            "app": bench_app, "store": bench_store}
+            "app": bench_app, "store": bench_store, "cli_help": bench_cli_help}
 
 
 def print_tables(results: dict) -> None:
@@ -640,6 +661,15 @@ def print_tables(results: dict) -> None:
         print("targets:", r["targets"])
 
 
+def print_cli_help(results: dict) -> None:
+    if "cli_help" in results:
+        r = results["cli_help"]
+        print("\nthe command line's start (median wall seconds of a fresh process):")
+        for name, seconds in r["seconds"].items():
+            print(f"  {name:28} {seconds:6.2f} s")
+        print("targets:", r["targets"])
+
+
 def print_store(results: dict) -> None:
     if "store" in results and "skipped" in results["store"]:
         print(f"\nopening a run= link: skipped, {results['store']['skipped']}")
@@ -683,6 +713,7 @@ def main(argv: list[str]) -> int:
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     print_tables(results)
     print_store(results)
+    print_cli_help(results)
     return 0
 
 

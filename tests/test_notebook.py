@@ -29,6 +29,15 @@ def execute(name: str, tmp_path) -> list[dict]:
     return outputs
 
 
+def figures_of(outputs) -> list[dict]:
+    """The figure outputs; each one also carries a still image (GitHub and nbviewer show it)."""
+    figures = [out for out in outputs if PLOTLY in out.get("data", {})]
+    for out in figures:
+        assert out["data"].get("image/svg+xml", "").startswith("<svg"), \
+            out["data"]["text/plain"]
+    return figures
+
+
 def text_of(outputs) -> str:
     return "".join(out.get("text", "") + out.get("data", {}).get("text/plain", "")
                    for out in outputs)
@@ -39,7 +48,7 @@ def test_tour_notebook_runs_top_to_bottom(tmp_path):
     text = text_of(outputs)
     assert "Parameters: 8,580" in text
     assert "rows >= 16 exactly zero: True" in text
-    assert len([out for out in outputs if PLOTLY in out.get("data", {})]) >= 5
+    assert len(figures_of(outputs)) >= 5
 
 
 def test_encodings_notebook_compares_every_encoding(tmp_path):
@@ -48,7 +57,7 @@ def test_encodings_notebook_compares_every_encoding(tmp_path):
     for name in ("learned", "sinusoidal", "rope", "alibi", "none"):
         assert f"{name:>10}: at T=16" in text
     assert "partner_attention" in text
-    assert len([out for out in outputs if PLOTLY in out.get("data", {})]) >= 3
+    assert len(figures_of(outputs)) >= 3
 
 
 def test_table_notebook_scores_a_table_from_a_file(tmp_path):
@@ -56,7 +65,7 @@ def test_table_notebook_scores_a_table_from_a_file(tmp_path):
     text = text_of(outputs)
     assert "torch.Size([1024, 768])" in text and "translation_invariance" in text
     assert "has no tensor 'wte'" in text
-    assert len([out for out in outputs if PLOTLY in out.get("data", {})]) == 3
+    assert len(figures_of(outputs)) == 3
 
 
 def test_induction_notebook_finds_both_heads_and_the_shortcut(tmp_path):
@@ -75,7 +84,7 @@ def test_induction_notebook_finds_both_heads_and_the_shortcut(tmp_path):
     assert float(shortcut[1]) < 0.5 < float(shortcut[2])  # the offset fails, induction holds
     for name in ("learned", "sinusoidal", "rope", "alibi", "none"):
         assert re.search(f"{name:>10}  +[\\d.]+  +[\\d.]+ \\([\\d.]+\\)", text), name
-    assert len([out for out in outputs if PLOTLY in out.get("data", {})]) == 2
+    assert len(figures_of(outputs)) == 2
 
 
 def test_lab_notebook_trains_live_and_opens_by_key(tmp_path, monkeypatch):
@@ -87,6 +96,27 @@ def test_lab_notebook_trains_live_and_opens_by_key(tmp_path, monkeypatch):
     assert len(widgets) >= 2  # the progress bar of train(live=True), and the Lab's panel
     plots = [out for out in outputs if PLOTLY in out.get("data", {})]
     assert len(plots) >= 2  # the live curves and pattern figure, left as the final ones
+
+
+def test_live_figures_are_one_output_each_redrawn_in_place(tmp_path, monkeypatch):
+    """A live run leaves exactly one output per figure (updated as it trained, so the cell
+    ends with the final figures), the progress bar, and the run's one-line card."""
+    monkeypatch.setenv("STACKLAB_RUNS", str(tmp_path / "runs"))
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(
+        'import stacklab\nrun = stacklab.train(task="reverse", steps=200, live=True)\nrun')]
+    NotebookClient(notebook, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = notebook.cells[0].outputs
+    figures = figures_of(outputs)
+    titles = [out["data"][PLOTLY]["layout"]["title"]["text"] for out in figures]
+    assert len(figures) == 2 and titles[0] == "Training curves", titles
+    assert "at step 200" in titles[1]  # the final figure, not the first draw's
+    assert len([out for out in outputs if WIDGET in out.get("data", {})]) == 1  # the bar
+    card = outputs[-1]["data"]
+    assert card["text/plain"].startswith("Run(key=") and "\n" not in card["text/plain"]
+    assert "status=finished" in card["text/plain"] and len(card["text/plain"]) < 120
+    assert "stacklab-run" in card["text/html"] and len(outputs) == 4
 
 
 # -- the Lab through its Python API (what its buttons call) ---------------------------------
@@ -175,7 +205,7 @@ def test_real_models_notebook_reads_each_layout_and_a_rotary_config(tmp_path):
     plain, scaled = (float(re.search(f"{line}: similarity at offset 8192 = ([-\\d.]+)", text)[1])
                      for line in ("no scaling", "llama3 ×8"))
     assert scaled > plain  # the scaling slows the turning of the slow pairs
-    assert len([out for out in outputs if PLOTLY in out.get("data", {})]) == 4
+    assert len(figures_of(outputs)) == 4
 
 
 def test_the_lab_opens_a_lesson_step_trains_it_and_checks_its_claim(tmp_path):

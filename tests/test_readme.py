@@ -95,3 +95,15 @@ def test_every_shell_line_runs(tmp_path):
     for line in lines:
         _run_line(line, tmp_path)
     assert (tmp_path / "runs" / "compared" / "comparison.html").exists()
+
+
+def test_the_readmes_comparison_changes_one_thing():
+    """The run without a table is the preset with its position table's line removed."""
+    from stacklab import get_task
+
+    preset = get_task("reverse").preset().splitlines()
+    without = [line for line in (ROOT / "examples/reverse/no-table.txt").read_text().splitlines()
+               if line and not line.startswith("#")]
+    assert "examples/reverse/no-table.txt --task reverse --steps 300" in (ROOT / "README.md").read_text()
+    assert without == [line for line in preset if not line.startswith("pos_embed(")]
+    assert len(without) == len(preset) - 1

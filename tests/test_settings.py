@@ -37,7 +37,7 @@ def test_every_trainconfig_field_has_a_row_and_nothing_else_does():
 
 def test_the_cli_has_a_flag_for_every_cli_setting_and_no_other():
     train = make_parser()._subparsers._group_actions[0].choices["train"]
-    flags = {a.dest for a in train._actions if a.option_strings} - {"help", "out"}
+    flags = {a.dest for a in train._actions if a.option_strings} - {"help", "out", "format"}
     assert flags == {row.name for row in SETTINGS.values() if row.cli}
 
 

@@ -3,11 +3,14 @@
 Type a layer stack, see every shape resolved before anything runs, build it into a torch
 module and train it:
 
+```python
 >>> import stacklab
 >>> net = stacklab.resolve("embedding(500, 16)\\npos_embed(32)\\nlinear(4)", ["B", 12],
 ...                        input_dtype="int64")
 >>> net.param_count
 8580
+
+```
 
 The package is layered (see ARCHITECTURE.md): `stacklab.core` (language, resolver,
 network, build, export), `stacklab.ops` (one file per op), `stacklab.lab` (tasks, trainer,
@@ -18,20 +21,37 @@ checkpoints, ``lessons``, ``glossary``) gives the lab's modules.
 """
 
 import importlib
+from typing import TYPE_CHECKING
 
 from .core import __version__
-from .core.build import StackModule, pick_device
-from .core.errors import CODES, StackError
-from .core.language import parse
-from .core.network import Network
-from .core.nodes import Node, Requirement
-from .core.resolve import DEFAULT_BUDGET_BYTES, resolve
-from .core.spec import OpSpec, catalog, get_op
-from .lab.tasks import TASKS, Task, get_task
-from .lab.train.record import Run, Status
-from .lab.settings import TrainConfig
-from .lab.train.fine_tune import fine_tuned_at
-from .lab.train.trainer import Trainer
+
+# Every name is loaded on first use (PEP 562), so ``import stacklab`` and the command line's
+# ``--help`` start without torch; the imports below are what each name is (editors and the
+# API reference read them).
+if TYPE_CHECKING:
+    from .core.build import StackModule, pick_device
+    from .core.errors import CODES, StackError
+    from .core.language import parse
+    from .core.network import Network
+    from .core.nodes import Node, Requirement
+    from .core.resolve import DEFAULT_BUDGET_BYTES, resolve
+    from .core.spec import OpSpec, catalog, get_op
+    from .lab.tasks import TASKS, Task, get_task
+    from .lab.train.record import Run, Status
+    from .lab.settings import TrainConfig
+    from .lab.train.fine_tune import fine_tuned_at
+    from .lab.train.trainer import Trainer
+    from .notebook import open_run, train
+
+_NAMES = {"StackModule": "core.build", "pick_device": "core.build", "CODES": "core.errors",
+          "StackError": "core.errors", "parse": "core.language", "Network": "core.network",
+          "Node": "core.nodes", "Requirement": "core.nodes",
+          "DEFAULT_BUDGET_BYTES": "core.resolve", "resolve": "core.resolve",
+          "OpSpec": "core.spec", "catalog": "core.spec", "get_op": "core.spec",
+          "TASKS": "lab.tasks", "Task": "lab.tasks", "get_task": "lab.tasks",
+          "Run": "lab.train.record", "Status": "lab.train.record",
+          "TrainConfig": "lab.settings", "fine_tuned_at": "lab.train.fine_tune",
+          "Trainer": "lab.train.trainer", "train": "notebook", "open_run": "notebook"}
 
 __all__ = [
     "__version__",
@@ -68,33 +88,16 @@ _MODULES = {"analysis": "stacklab.lab.measure", "figures": "stacklab.lab.figures
             "glossary": "stacklab.lab.glossary"}
 
 
-def train(source: str | None = None, *, live: bool = False, **settings) -> Run:
-    """Train ``source`` (default: the task's preset) with `TrainConfig` ``settings``; return
-    the `Run`. In Jupyter it shows a progress bar, and with ``live=True`` the curves and the
-    task's pattern figure updating in place (`stacklab.notebook`); elsewhere it is
-    `stacklab.lab.train.trainer.train`.
-
-    Raises `StackError` before training when a setting is invalid or the stack does not fit
-    the task; a run that fails later ends with ``status`` ``failed`` or ``diverged``.
-    """
-    from .notebook import train as train_here
-
-    return train_here(source, live=live, **settings)
-
-
-def open_run(key: str) -> Run:
-    """The stored run of ``key`` (trained by the app, a notebook's Lab or a sweep), with its
-    model and record; `StackError` when the run store has none."""
-    from .notebook import open_run as open_stored
-
-    return open_stored(key)
-
-
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_MODULES])
+    return sorted([*globals(), *_NAMES, *_MODULES])
 
 
 def __getattr__(name: str):
+    if name in _NAMES:
+        value = getattr(importlib.import_module(f"stacklab.{_NAMES[name]}"), name)
+        globals()[name] = value  # asked once
+        return value
     if name in _MODULES:
         return importlib.import_module(_MODULES[name])
     raise AttributeError(f"module 'stacklab' has no attribute {name!r}")
+

@@ -17,13 +17,15 @@ the app's do, so ``stacklab.open_run(KEY)`` opens a run in either direction.
 from __future__ import annotations
 
 import html
+import inspect
 import threading
 import time
 
 from .core.errors import StackError, annotate
 from .lab.figures import pattern_figure, training_curves
+from .lab.figures.export import live_frames
 from .lab.lessons import Step, check, open_step, step_from_link
-from .lab.settings import SETTINGS, TrainConfig
+from .lab.settings import SETTINGS, TrainConfig, settings_signature
 from .lab.runs.store import STORED_STATUSES, RunStore
 from .lab.tasks import TASKS
 from .lab.train.record import Run, Status
@@ -91,9 +93,9 @@ class LiveFigures:
             self._bar.set_description(f"{run.task.name} T={run.config.seq_len}: {run.status}")
             self._bar.close()
         if self.figures and run.history:
-            self.draw(run)  # the figures of the model the run ends with stay
+            self.draw(run, final=True)  # the figures of the model the run ends with stay
 
-    def draw(self, run: Run) -> None:
+    def draw(self, run: Run, final: bool = False) -> None:
         """Show (first time) or replace (later) the curves and the pattern figure."""
         self._drawn = time.monotonic()
         shown = [training_curves(run.history, run.train_loss)]
@@ -107,22 +109,34 @@ class LiveFigures:
                                                  + (f": {pattern.score}" if pattern.score else "")))
             shown.append(figure)
         self.shown = shown
-        self.show(shown)
+        self.show(live_frames(shown, run.history, run.train_loss, final))
 
-    def _in_the_cell(self, figures: list) -> None:
+    def _in_the_cell(self, bundles: list[dict]) -> None:
+        """One output per figure, its payload replaced at each redraw (displayed raw: a
+        plotly figure's own ``_ipython_display_`` ignores ``display_id``, so each update
+        would add an output)."""
         from IPython.display import display
 
-        if self._handles is None or len(self._handles) != len(figures):
-            self._handles = [display(figure, display_id=True) for figure in figures]
-        else:
-            for handle, figure in zip(self._handles, figures):
-                handle.update(figure)
+        if self._handles is None:
+            self._handles = []
+        for handle, bundle in zip(self._handles, bundles):
+            handle.update(bundle, raw=True)
+        for bundle in bundles[len(self._handles):]:  # a figure drawn for the first time
+            self._handles.append(display(bundle, raw=True, display_id=True))
 
 
 def train(source: str | None = None, *, live: bool = False, **settings) -> Run:
-    """`stacklab.lab.train.trainer.train`; in Jupyter with a progress bar, and with ``live=True``
-    the curves and the task's pattern figure updating in place as it trains. Outside
-    Jupyter ``live`` changes nothing. Torch trains with `training_threads` threads."""
+    """Train ``source`` (default: the task's preset) on ``task`` with the settings of
+    `TrainConfig` (each one a keyword: the signature lists them with their types and
+    defaults); return the `Run`. In Jupyter it shows a progress bar, and with ``live=True``
+    the curves and the task's pattern figure, one output each, redrawn in place as it
+    trains; elsewhere ``live`` changes nothing. Torch trains with `training_threads` threads.
+
+    Raises `StackError` before training when the task is missing or unknown, a keyword is
+    not a setting (with the setting it most likely meant), a setting is invalid or the
+    stack does not fit the task; a run that fails later ends with ``status`` ``failed`` or
+    ``diverged``.
+    """
     use_training_threads()
     if in_jupyter():
         given = settings.pop("callbacks", {})
@@ -131,6 +145,12 @@ def train(source: str | None = None, *, live: bool = False, **settings) -> Run:
             callbacks.setdefault(event, []).extend(fns if isinstance(fns, (list, tuple)) else [fns])
         settings["callbacks"] = callbacks
     return _train(source, **settings)
+
+
+LIVE = inspect.Parameter("live", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=bool)
+CALLBACKS = inspect.Parameter("callbacks", inspect.Parameter.KEYWORD_ONLY, default=None,
+                              annotation=dict | None)
+train.__signature__ = settings_signature(LIVE, CALLBACKS, returns=Run)
 
 
 def open_run(key: str, store: RunStore | None = None) -> Run:
@@ -325,14 +345,11 @@ class Lab:
 
     # -- inside ----------------------------------------------------------------------
 
-    def _show_in_panel(self, figures: list) -> None:
+    def _show_in_panel(self, bundles: list[dict]) -> None:
         """Replace the panel's figures (set from the training thread: the widget's outputs
         are a trait, sent to the notebook as they change)."""
-        self._figures.outputs = tuple(
-            {"output_type": "display_data", "metadata": {},
-             "data": {"application/vnd.plotly.v1+json": figure.to_plotly_json(),
-                      "text/plain": f"<{figure.layout.title.text}>"}}
-            for figure in figures)
+        self._figures.outputs = tuple({"output_type": "display_data", "metadata": {},
+                                       "data": bundle} for bundle in bundles)
 
     def _work(self, trainer: Trainer) -> None:
         run = trainer.run()

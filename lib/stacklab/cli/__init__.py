@@ -1,18 +1,23 @@
 """The ``stacklab`` command line.
 
+    stacklab [--debug] COMMAND ...     (--debug: an error's traceback too)
     stacklab resolve FILE|- --input B,12 [--input-dtype int64] [--dtype float32] [--json]
     stacklab train [FILE|-] --task NAME [--seq-len T] [--steps N] [--batch-size N] [--lr X]
                    [--weight-decay X] [--seed S] [--device auto|cpu|cuda|mps]
                    [--target-accuracy X] [--eval-lengths LENGTHS] [--random-positions N]
                    [--rope-scaling linear|ntk|yarn] [--rope-factor X] --out DIR
+                   [--format png|svg|pdf]
     stacklab compare RUN RUN... --out DIR        (RUN: a folder of `train --out`, or a run key)
     stacklab sweep --task NAME --stack FILE [--stack FILE ...] [--seeds 0-4] [--workers N]
                    [the train flags but --seed] --out DIR
-    stacklab explore PATH [--key NAME] [--rows N] [--full] --out DIR
+    stacklab explore PATH [--key NAME] [--rows N] [--full] --out DIR [--format png|svg|pdf]
                    (PATH: .safetensors of any size, .npy, a model folder, a cached model, hf://org/name)
     stacklab tasks [--json]
     stacklab ops [--json]
     stacklab docs --out DIR
+    stacklab docs-tables [--check] [--root DIR]   (the docs' tables from their result files)
+    stacklab length-table --out DIR [--steps N] [--seeds 0-2] [--device cpu] [--tasks NAMES]
+                   [--encodings NAMES] [--workers N] [--fine-tune N] [--rewrite]
     stacklab share [FILE|-] --task NAME --host URL [--input SHAPE] [--input-dtype int64]
                    [the train flags] [--run KEY] [--pin NAMES|none] [--qr PNG]
                    [--page train|explore|build]
@@ -22,8 +27,8 @@
                    (parse, resolve and lint each lesson file; train each step's claim on
                    every seed; exit status 1 on a problem or a failed claim)
 
-Exit status: 0 on success, 1 on a `StackError` (its message on stderr, no traceback),
-2 on a usage error.
+Exit status: 0 on success, 1 on a `StackError` (its message on stderr, no traceback;
+``stacklab --debug COMMAND ...`` adds it) or another error (one line), 2 on a usage error.
 
 The parser and the train flags (from the settings table) are in `flags`; the commands on
 one stack, table or listing in `commands`; ``compare`` and ``sweep`` in `sweep`; the
@@ -32,31 +37,43 @@ classroom link, ``share``, in `share`.
 
 from __future__ import annotations
 
+import importlib
 import sys
+import traceback
 
 from ..core.errors import StackError
-from ..core.threads import use_training_threads
-from .commands import cmd_docs, cmd_explore, cmd_ops, cmd_resolve, cmd_tasks, cmd_train
 from .flags import make_parser
-from .lessons import cmd_lessons
-from .share import cmd_share
-from .sweep import cmd_compare, cmd_sweep
 
-COMMANDS = {"resolve": cmd_resolve, "train": cmd_train, "compare": cmd_compare,
-            "sweep": cmd_sweep, "explore": cmd_explore, "tasks": cmd_tasks, "ops": cmd_ops,
-            "docs": cmd_docs, "share": cmd_share, "lessons": cmd_lessons}
+# Each command's function, imported when that command runs (``stacklab --help`` imports no
+# torch): "module:function" in this package.
+COMMANDS = {"resolve": "commands:cmd_resolve", "train": "commands:cmd_train",
+            "compare": "sweep:cmd_compare", "sweep": "sweep:cmd_sweep",
+            "explore": "commands:cmd_explore", "tasks": "commands:cmd_tasks",
+            "ops": "commands:cmd_ops", "docs": "commands:cmd_docs", "share": "share:cmd_share",
+            "length-table": "commands:cmd_length_table",
+            "docs-tables": "commands:cmd_docs_tables", "lessons": "lessons:cmd_lessons"}
+
+
+def _command(name: str):
+    module, function = COMMANDS[name].split(":")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), function)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line with ``argv`` (default: the process's); the exit status."""
-    parser = make_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = make_parser(only=next((word for word in argv if word in COMMANDS), ""))
     args = parser.parse_args(argv)
     try:
         command_parser = parser._subparsers._group_actions[0].choices[args.command]
         if args.command in ("train", "explore"):  # sweep's workers choose their own
+            from ..core.threads import use_training_threads
+
             use_training_threads()
-        return COMMANDS[args.command](args, command_parser) or 0
+        return _command(args.command)(args, command_parser) or 0
     except StackError as err:
+        if args.debug:
+            traceback.print_exc()
         print(err, file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -64,6 +81,13 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as err:  # noqa: BLE001 - a bug: one line, the traceback on --debug
+        if args.debug:
+            raise
+        print(f"stacklab: {args.command} failed: {type(err).__name__}: "
+              f"{str(err).strip().splitlines()[0][:200] if str(err).strip() else ''}\n"
+              "(stacklab --debug ... shows the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -58,6 +58,7 @@ def cmd_train(args, parser) -> int:
     write_summary(out, run, figures)  # metrics.json, figures.json, run.json
     (out / "report.html").write_text(report_html(run, figures_from_json(figures)),
                                      encoding="utf-8")
+    write_images(out, figures_from_json(figures), args.format)
     final = run.final
     print(f"{run.status}: {run.step} steps in {run.seconds:.1f} s on {run.device}; held-out "
           f"accuracy {final['accuracy']:.2%}, loss {final['loss']:.4f}", file=sys.stderr)
@@ -132,6 +133,22 @@ def _write_explore(args, parser, name: str, scores: dict, figures, read: str | N
     shown = {"read": read, **scores} if read else scores
     (out / "report.html").write_text(table_report_html(name, shown, figures), encoding="utf-8")
     print(f"wrote {out / 'scores.json'}, {out / 'report.html'}", file=sys.stderr)
+    write_images(out, figures, args.format)
+
+
+def write_images(out: Path, figures, formats: list[str]) -> None:
+    """Each figure as ``figures/KEY.FORMAT`` for every format asked (``--format``)."""
+    if not formats:
+        return
+    from ..lab.figures.export import export
+
+    folder = out / "figures"
+    folder.mkdir(exist_ok=True)
+    for figure in figures:
+        for format in dict.fromkeys(formats):
+            export(figure.figure, folder / f"{figure.key}.{format}")
+    print(f"wrote {len(figures)} figures as {', '.join(dict.fromkeys(formats))} to {folder}",
+          file=sys.stderr)
 
 
 def _print_columns(rows: list[tuple[str, ...]]) -> None:
@@ -174,3 +191,26 @@ def cmd_docs(args, parser) -> None:
     except OSError as err:
         parser.error(f"cannot write to {args.out!r}: {err.strerror or err}")
     print(f"wrote {len(written)} pages to {args.out}", file=sys.stderr)
+
+
+def cmd_length_table(args, parser) -> int:
+    from ..lab.reports.length_table import run
+
+    if args.workers < 1 or args.steps < 1:
+        parser.error("--workers and --steps must be 1 or more")
+    return run(args)
+
+
+def cmd_docs_tables(args, parser) -> int:
+    from ..lab.reports.docs_tables import stale_tables, write_tables
+
+    if args.check:
+        stale = stale_tables(args.root)
+        for line in stale:
+            print(f"stale: {line}", file=sys.stderr)
+        print(f"{'no' if not stale else len(stale)} stale table(s)", file=sys.stderr)
+        return 1 if stale else 0
+    changed = write_tables(args.root)
+    print(f"rewrote {', '.join(changed) or 'nothing (every table matches its results)'}",
+          file=sys.stderr)
+    return 0

@@ -26,15 +26,13 @@ from ..lab.lessons.files import MAX_BYTES
 from ..lab.lessons.lint import claim_line, margin, quick_check
 from .progress import ProgressBar
 
-__all__ = ["add_parser", "cmd_lessons", "DEFAULT_SEEDS"]
+__all__ = ["add_arguments", "cmd_lessons", "DEFAULT_SEEDS"]
 
 DEFAULT_SEEDS = (0, 1, 2)
 
 
-def add_parser(commands) -> None:
-    """The ``lessons`` command and its ``check`` subcommand."""
-    lessons = commands.add_parser("lessons", help="check lesson files: parse, lint, and train "
-                                  "every step's claim on seeds 0-2")
+def add_arguments(lessons: argparse.ArgumentParser) -> None:
+    """The ``lessons`` command's ``check`` subcommand and its flags."""
     actions = lessons.add_subparsers(dest="action", required=True)
     check = actions.add_parser("check", help="parse, resolve and lint each lesson file, then "
                                "train each step on every seed and report its claim")

@@ -18,13 +18,14 @@ fix: set steps within range
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 from dataclasses import dataclass, field, fields, replace
 from typing import Callable
 
 from ..core.build import DEVICES, available_devices
-from ..core.errors import StackError, choice_problem, shown
+from ..core.errors import StackError, choice_problem, closest, shown
 from ..core.shapes import COMPUTE_DTYPES
 from ..ops.rotary import SCALINGS
 from .tasks import TASKS, get_task
@@ -293,3 +294,56 @@ _LIST_ROWS = tuple(row.name for row in SETTINGS.values() if row.items)
 for _row in SETTINGS.values():  # a row a link carries needs what links and controls use
     assert not _row.link or _row.choices or _row.classroom, f"{_row.name}: no classroom range"
     assert _row.page in ("train", "build"), f"{_row.name}: no page {_row.page!r}"
+
+
+def keyword_parameters(required: tuple[str, ...] = ("task",)) -> list[inspect.Parameter]:
+    """Every setting as a keyword-only parameter, with its type and default, for the
+    signature of a function that takes ``**settings`` (``stacklab.train``): what `help()`
+    and an editor show is the table itself, so it cannot drift. A setting whose default is
+    the task's shows None; one in ``required`` has no default."""
+    parameters = []
+    for row in SETTINGS.values():
+        annotation = row.type | None if row.default is None else row.type
+        if row.items:
+            annotation = str | tuple[int, ...]
+        default = inspect.Parameter.empty if row.name in required else row.default
+        parameters.append(inspect.Parameter(row.name, inspect.Parameter.KEYWORD_ONLY,
+                                            default=default, annotation=annotation))
+    return parameters
+
+
+def check_keywords(given, extra: tuple[str, ...] = (), required: tuple[str, ...] = ("task",),
+                   call: str = "train") -> None:
+    """``E_ARG`` for a keyword of ``given`` that is not a setting (nor one of ``extra``),
+    with the setting it most likely meant, and for a ``required`` setting left out.
+
+    >>> check_keywords({"task": "shift", "step": 10})
+    Traceback (most recent call last):
+    ...
+    stacklab.core.errors.StackError: E_ARG at input: train() has no setting 'step'; did you mean steps?
+    fix: e.g. train(..., steps=10); the settings: task, seq_len, steps, ...
+    """
+    known = [*SETTINGS, *extra]
+    for name in given:
+        if name not in known:
+            close = closest(name, known)
+            example = f"e.g. {call}(..., {close}={given[name]!r})" if close else \
+                f"see help(stacklab.{call})"
+            raise StackError("E_ARG", f"{call}() has no setting {shown(name)}"
+                             + (f"; did you mean {close}?" if close else ""),
+                             hint=f"{example}; the settings: {', '.join(list(SETTINGS)[:3])}, ...")
+    for name in required:
+        if given.get(name) is None:
+            raise StackError("E_ARG", f"{call}() needs a {name}",
+                             hint=f"e.g. {call}({name}={SETTINGS[name].default!r}); "
+                                  f"one of {', '.join(SETTINGS[name].choices)}"
+                             if SETTINGS[name].choices else f"set {name}")
+
+
+def settings_signature(*extra: inspect.Parameter, returns: object = inspect.Signature.empty
+                       ) -> inspect.Signature:
+    """``(source=None, *, task, seq_len=None, ..., *extra)``: the signature of a function
+    that trains ``source`` with ``**settings`` (`keyword_parameters`)."""
+    source = inspect.Parameter("source", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
+                               annotation=str | None)
+    return inspect.Signature([source, *keyword_parameters(), *extra], return_annotation=returns)

@@ -22,8 +22,10 @@ from typing import Callable
 
 import torch
 
-from ..core.errors import StackError
+from ..core.errors import StackError, closest, shown
 from . import length_tasks as lengths
+
+__all__ = ['Task', 'TASKS', 'get_task', 'IGNORE', 'EVAL_SEED', 'EVAL_SIZE', 'preset_max_len', 'copy_lengths']
 
 IGNORE = -100  # the label of a position left out of the loss and the accuracy (torch's default)
 EVAL_SEED = 1234  # the held-out set is drawn from its own generator, never from training's
@@ -427,6 +429,8 @@ def get_task(name: str) -> Task:
     """The task called ``name``; an unknown name is ``E_ARG`` listing the tasks."""
     task = TASKS.get(name)
     if task is None:
-        raise StackError("E_ARG", f"there is no task called {name!r}",
-                         hint="choose one of " + ", ".join(TASKS))
+        close = closest(name, TASKS)
+        raise StackError("E_ARG", f"there is no task called {shown(name)}" + (
+            f"; did you mean {close}?" if close else ""), hint=(f"e.g. task={close!r}; " if
+                                                                close else "") + "choose one of " + ", ".join(TASKS))
     return task

@@ -12,7 +12,8 @@ colour-blind readers tell apart, text alternatives, a phone's copy of a figure),
 a run declared as data (`FIGURES`, each named by its key, with `captions` for the longer
 words and `context` for what they are given; `COMPARED_FIGURES`, those of several runs
 at once), and `drawing`, which loops over them (`run_figures`, `figures_of_table`) and
-stores what it drew (`figures_json`).
+stores what it drew (`figures_json`), and `export`, a figure as PNG, SVG or PDF
+(`export(fig, "fig.pdf")`) and the still image a notebook keeps beside each chart.
 
 Large tables are sent compactly: a heatmap is zoomed on its first `MAX_CELLS` rows, never
 averaged (the title says so), and every array is float32, which plotly encodes as base64,
@@ -36,6 +37,7 @@ from .heatmaps import (attention_heatmap, attention_snapshot_heatmaps, learned_v
                        positional_attention_heatmap, query_key_heatmap, rows_alone_heatmap,
                        similarity_heatmap, sinusoidal_resemblance, snapshot_heatmaps)
 from .picture import figure_svg, svg_img
+from .export import FORMATS, export, image, mimebundle, in_kernel, use_stills_in_notebooks
 from .rows import drift_plot, grad_norm_plot, pca_plot
 from .style import (ANIMATION_CELLS, MAX_CELLS, MAX_FRAMES, MAX_TABLE_ROWS, SharedFigure,
                     column_width, fit_title, shared, wrap_title)
@@ -53,4 +55,8 @@ __all__ = ["similarity_heatmap", "query_key_heatmap", "positional_attention_heat
            "absent_reasons", "absent_from_json", "lengths_compared_plot", "fit_title",
            "wrap_title", "column_width", "SharedFigure", "shared", "figure_svg",
            "svg_img", "GROUPS", "Arranged", "arrange", "describe", "phone_figure",
-           "LINE_COLOURS", "OKABE_ITO", "PHONE_WIDTH"]
+           "LINE_COLOURS", "OKABE_ITO", "PHONE_WIDTH", "FORMATS", "export", "image", "mimebundle",
+           "use_stills_in_notebooks"]
+
+if in_kernel():  # in Jupyter every figure keeps a still image beside its chart
+    use_stills_in_notebooks()

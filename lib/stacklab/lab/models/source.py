@@ -9,12 +9,14 @@ reads a local folder and a remote repository alike.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable
 
+from ...core.errors import StackError
 from .header import Header, fail, read_header
 
 MAX_JSON_BYTES = 64 << 20  # config.json and the shard index (a few MB at most in practice)
@@ -45,15 +47,54 @@ def hub_files(repo: str, filesystem=None) -> Files:
     so every read is exactly one range request (``filesystem``: an `HfFileSystem`,
     default one for the configured endpoint)."""
     if filesystem is None:
-        from huggingface_hub import HfFileSystem
+        from huggingface_hub import HfFileSystem, constants
 
+        if constants.HF_HUB_OFFLINE:  # the Hub is not asked at all (it would answer "no file")
+            raise unreachable(repo, "HF_HUB_OFFLINE is set")
         filesystem = HfFileSystem()
 
     def opened(name: str):
-        handle = filesystem.open(f"{repo}/{name}", "rb", cache_type="none")
+        with _on_the_network(repo):
+            handle = filesystem.open(f"{repo}/{name}", "rb", cache_type="none")
         return handle, handle.size
 
-    return Files(HUB_PREFIX + repo, opened, lambda name: filesystem.isfile(f"{repo}/{name}"))
+    def exists(name: str) -> bool:
+        with _on_the_network(repo):
+            return filesystem.isfile(f"{repo}/{name}")
+
+    return Files(HUB_PREFIX + repo, opened, exists)
+
+
+def unreachable(repo: str, why: str) -> StackError:
+    """The Hub cannot be reached and ``repo`` is not in the local cache: what to run."""
+    return StackError("E_VALUE", f"the Hugging Face Hub cannot be reached ({why}) and {repo} "
+                      "is not in the local Hugging Face cache",
+                      hint=f"download it once where the Hub is reachable: hf download {repo} "
+                           f"(then stacklab explore {repo} reads it from the cache)")
+
+
+@contextlib.contextmanager
+def _on_the_network(repo: str):
+    """A connection error (refused, timed out, DNS, offline mode) as `unreachable`; a
+    missing file or any other answer of the Hub as it is."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise
+    except Exception as err:  # noqa: BLE001 - sorted by kind below
+        kinds = {kind.__name__ for kind in type(err).__mro__}
+        if isinstance(err, (ConnectionError, TimeoutError)) or kinds & _NETWORK_ERRORS:
+            raise unreachable(repo, _first_line(err)) from None
+        raise
+
+
+_NETWORK_ERRORS = {"TransportError", "TimeoutException", "OfflineModeIsEnabled",
+                   "ConnectionError", "ConnectTimeout", "ProxyError"}  # httpx's, requests'
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return text[:100]
 
 
 def cached_folder(name: str) -> Path | None:
@@ -84,7 +125,11 @@ def locate(where: str | os.PathLike, filesystem=None) -> tuple[Files, str | None
     folder or a model): a path, ``hf://org/name``, or a name in the local cache."""
     text = str(where)
     if text.startswith(HUB_PREFIX):
-        return hub_files(text[len(HUB_PREFIX):].strip("/"), filesystem), None
+        repo = text[len(HUB_PREFIX):].strip("/")
+        cached = cached_folder(repo) if filesystem is None else None
+        if cached is not None:  # found in the cache, never fetched again (offline too)
+            return local_files(cached), None
+        return hub_files(repo, filesystem), None
     path = Path(text).expanduser()
     if path.is_file():
         if path.suffix.lower() != ".safetensors":
@@ -97,8 +142,8 @@ def locate(where: str | os.PathLike, filesystem=None) -> tuple[Files, str | None
     if cached is not None:
         return local_files(cached), None
     raise fail(text[:120], "is neither a file, a folder nor a model in the local Hugging Face "
-               "cache", "check the path, or download the model first (huggingface-cli "
-               "download NAME), or read it from the Hub as hf://NAME")
+               "cache", "check the path, or download the model first (hf download NAME), or "
+               "read it from the Hub as hf://NAME")
 
 
 def read_json(files: Files, name: str) -> dict:

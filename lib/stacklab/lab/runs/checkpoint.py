@@ -31,6 +31,8 @@ from ...core.network import Network
 from ...core.resolve import DEFAULT_BUDGET_BYTES, resolve
 from ...core.shapes import DTYPE_NAMES
 
+__all__ = ['Checkpoint', 'FORMAT', 'run_metadata', 'checkpoint_bytes', 'save_checkpoint', 'read_metadata', 'load_state', 'load_checkpoint']
+
 FORMAT = "stacklab-1"
 MAX_HEADER_BYTES = 16 * 2**20
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from html import escape
 
 import torch
 
@@ -76,6 +77,30 @@ class Run:
     # from the network built with its seed); `stacklab.lab.train.rebuild` starts from them
     start_state: dict[str, torch.Tensor] | None = field(default=None, repr=False, compare=False)
     _analysis: RunAnalysis | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        """One line: a notebook cell that ends with a run shows this, not its tensors."""
+        accuracy = self.final["accuracy"]
+        shown = "none yet" if accuracy is None else f"{accuracy:.3f}"
+        return (f"Run(key={self.key[:12] or '-'!s}, task={self.task.name}, "
+                f"status={self.status}, steps={self.step}, accuracy={shown})")
+
+    def _repr_html_(self) -> str:
+        """A small card for notebooks: the task, the status, the steps, the accuracy and
+        the key (every value escaped)."""
+        accuracy = self.final["accuracy"]
+        rows = {"task": self.task.name, "status": str(self.status),
+                "steps": f"{self.step:,} of {self.config.steps:,}" if self.config.steps
+                else f"{self.step:,}",
+                "held-out accuracy": "none yet" if accuracy is None else f"{accuracy:.1%}",
+                "key": self.key or "-"}
+        if self.error:
+            rows["error"] = self.error
+        cells = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{escape(name)}</th>"
+                        f"<td><code>{escape(value)}</code></td></tr>"
+                        for name, value in rows.items())
+        return (f"<div class='stacklab-run'><b>stacklab Run</b><table>{cells}</table>"
+                f"<small>run.history, run.metrics(), stacklab.figures.run_figures(run)</small></div>")
 
     @property
     def position_nodes(self) -> list[str]:

@@ -16,6 +16,7 @@ decay pulls *every* row of a table towards zero, the untrained rows included: wi
 
 from __future__ import annotations
 
+import inspect
 import math
 import threading
 import time
@@ -31,7 +32,7 @@ from ...core.build import StackModule
 from ...core.errors import StackError
 from ...ops.position_settings import positions_at, random_positions, rope_scaled
 from ..measure.lengths import length_generalization
-from ..settings import TrainConfig
+from ..settings import TrainConfig, check_keywords, settings_signature
 from ..tasks import IGNORE
 from .budgets import Budgets
 from .plan import RunPlan, default_recorders, plan_model, plan_run
@@ -308,9 +309,16 @@ def train(source: str | None = None, **settings) -> Run:
     Raises `StackError` before training when a setting is invalid or the stack does not fit
     the task; a run that fails later ends with ``status`` ``failed`` or ``diverged``.
     """
-    callbacks = settings.pop("callbacks", {})
+    callbacks = settings.pop("callbacks", None) or {}
+    check_keywords(settings)
     trainer = Trainer(source, TrainConfig(**settings))
     for event, fns in callbacks.items():
         for fn in fns if isinstance(fns, (list, tuple)) else [fns]:
             trainer.add_callback(event, fn)
     return trainer.run()
+
+
+# what help() and an editor show: every setting of the table with its type and default
+train.__signature__ = settings_signature(
+    inspect.Parameter("callbacks", inspect.Parameter.KEYWORD_ONLY, default=None,
+                      annotation=dict | None), returns=Run)
