@@ -13,7 +13,10 @@ would otherwise fill the memory with copies of that page and push the real files
 files are content-hashed and served ``immutable`` for a
 year, so a phone asks for each one once; the second opening of a page comes from its
 cache. Requests for less than a whole file (a revalidation, a range, a HEAD) and files
-already compressed (fonts, pictures) pass through to Streamlit.
+already compressed (fonts, pictures) pass through to Streamlit. Accept-Encoding is read as
+HTTP defines it (`ui.encoding`); a client that names gzip only to refuse it
+(``gzip;q=0``) reaches the servers inside as ``identity``, since Streamlit's own gzip
+middleware (Starlette's) looks for the word alone.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class CompressedAssets:
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def __call__(self, scope, receive, send) -> None:
+        scope = _refusal_said_plainly(scope)
         if not self._wanted(scope):
             await self.app(scope, receive, send)
             return
@@ -116,6 +120,20 @@ class CompressedAssets:
         if names.get(b"etag"):  # the same file's tag, weak: these bytes are another encoding
             kept.append((b"etag", b"W/" + names[b"etag"].removeprefix(b"W/")))
         return kept, packed
+
+
+def _refusal_said_plainly(scope):
+    """``scope`` with an Accept-Encoding that names gzip only to refuse it (``gzip;q=0``)
+    made ``identity``: the servers inside (Streamlit's own gzip middleware, Starlette's)
+    look for the word alone and would compress what this client refuses."""
+    if scope["type"] != "http":
+        return scope
+    headers = scope.get("headers", ())
+    said = next((value for name, value in headers if name == b"accept-encoding"), b"")
+    if b"gzip" not in said.lower() or takes_gzip(said):
+        return scope
+    kept = [(name, value) for name, value in headers if name != b"accept-encoding"]
+    return {**scope, "headers": [*kept, (b"accept-encoding", b"identity")]}
 
 
 def _streamlit_static() -> Path:
