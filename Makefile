@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 PIP := $(PY) -m pip install --disable-pip-version-check --progress-bar off
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: run test bench docs fuzz loadtest browser axe wheel screenshots clean lessons
+.PHONY: run test bench docs fuzz loadtest browser axe nginx wheel screenshots clean lessons
 
 $(APP_STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,14 @@ browser:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	  || echo "could not install chromium: the browser tests will be skipped"; }
 
+# Debian's nginx for the deploy guide's load balancer test (tests/test_nginx.py starts it
+# with the guide's configuration; nothing is downloaded by the test).
+nginx:
+	@command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx || { \
+	  echo "installing Debian's nginx for the load balancer test"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null) \
+	  || echo "could not install nginx: the load balancer test will be skipped"; }
+
 # axe-core, the accessibility checker the browser tests inject into each page: pinned in
 # tests/js/package-lock.json, installed once from the npm registry (Debian's npm if missing);
 # the tests themselves fetch nothing.
@@ -50,7 +58,7 @@ $(AXE): tests/js/package.json tests/js/package-lock.json
 	cd tests/js && npm ci --no-audit --no-fund --loglevel=error
 	@touch $(AXE)
 
-test: $(STAMP) browser axe
+test: $(STAMP) browser axe nginx
 	$(PY) -m pytest
 
 bench: $(STAMP)

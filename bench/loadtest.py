@@ -104,6 +104,7 @@ ENDED = re.compile(r"Status: \**(stopped|diverged|failed)")
 LOAD_NOTE = re.compile(r"updates every ([\d.]+) s")  # the page's backpressure (ui/polls.py)
 LIVE_COMPONENT = "stacklab.live_run"  # a live run's view, drawn from its endpoint (ui/live_run.py)
 TEACHER = {"task": "reverse", "seq_len": "16", "steps": "400", "device": "cpu"}
+BARE = {"task": "reverse", "seed": "0"}  # /train?task=reverse&seed=0: every control shown
 
 
 def class_size(n: int) -> int:
@@ -391,6 +392,7 @@ class BrowserStudent(threading.Thread):
         self.ready = threading.Event()
         self.go = threading.Event()
         self.seconds: float | None = None
+        self.seen: dict = {}  # where Chromium's time went (`visit`)
         self.status = "waiting"
 
     def run(self) -> None:
@@ -402,7 +404,7 @@ class BrowserStudent(threading.Thread):
                 self.ready.set()
                 self.go.wait()
                 time.sleep(self.delay)
-                self.seconds = visit(browser, self.url)
+                self.seconds = visit(browser, self.url, self.seen)
                 self.status = "finished"
                 browser.close()
         except Exception as err:  # noqa: BLE001
@@ -432,12 +434,28 @@ PAGE_STATE = """() => {
 }""" % HEATMAP_DRAWN
 
 
-def visit(browser, url: str) -> float:
+BROWSER_METRICS = ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration")
+
+
+def visit(browser, url: str, seen: dict | None = None) -> float:
     """Seconds from opening ``url`` in a fresh context to the finished run's heatmap,
-    pressing Train first where the page offers it (a link without a run)."""
+    pressing Train first where the page offers it (a link without a run). ``seen`` gets
+    where Chromium's time went until then (its performance timeline, `BROWSER_METRICS`, in
+    seconds of its main thread) and the websocket messages the page received and sent."""
     context = browser.new_context(viewport={"width": 1366, "height": 768})
     page = context.new_page()
     timeout = STUDENT_TIMEOUT * 1000
+    frames = {"ws_received": 0, "ws_received_bytes": 0, "ws_sent": 0}
+
+    def watch(ws) -> None:
+        ws.on("framereceived", lambda f: frames.update(
+            ws_received=frames["ws_received"] + 1,
+            ws_received_bytes=frames["ws_received_bytes"] + len(f if isinstance(f, (bytes, str)) else b"")))
+        ws.on("framesent", lambda f: frames.update(ws_sent=frames["ws_sent"] + 1))
+
+    page.on("websocket", watch)
+    timeline = context.new_cdp_session(page)
+    timeline.send("Performance.enable")
     try:
         opened = time.monotonic()
         page.goto(url, timeout=timeout)
@@ -451,6 +469,10 @@ def visit(browser, url: str) -> float:
                 pressed = time.monotonic()  # pressed again if it still shows after 5 s
             time.sleep(0.05)  # the click's rerun has not reached the page yet
         seconds = time.monotonic() - opened
+        if seen is not None:
+            metrics = {m["name"]: m["value"] for m in timeline.send("Performance.getMetrics")["metrics"]}
+            seen.update({name: round(metrics.get(name, 0.0), 2) for name in BROWSER_METRICS},
+                        **frames, wall_s=round(seconds, 2))
         page.get_by_text(PATTERN, exact=True).first.wait_for(timeout=timeout)  # its caption
         return seconds
     finally:
@@ -549,6 +571,7 @@ def crowd(server: Server, queries: list[dict], browser_query: dict | None,
         "link_to_pattern_s": distribution([s.seconds for s in students if s.seconds]),
         "statuses": {s: statuses.count(s) for s in sorted(set(statuses))},
         "browser_s": round(browser.seconds, 2) if browser and browser.seconds else None,
+        "browser_timeline": browser.seen if browser else None,
         "trainings": server.trainings(),  # on this scenario's server: the teacher's included
         "stored_runs": server.stored(),
         "wall_s": round(time.monotonic() - started, 1),
@@ -954,6 +977,8 @@ SCENARIOS = {
     "uploads_30": lambda server: uploads_during_a_class(server, class_size(30)),
     # a lecture hall (issue 38): one link, a finished run's link, a presented lesson
     "hall300": lambda server: one_link(server, class_size(300)),
+    # the same hall on the bare Train link (every control shown, nothing pinned: issue 46)
+    "hall300_bare": lambda server: crowd(server, [BARE] * class_size(300), BARE),
     "hall500": lambda server: one_link(server, class_size(500)),
     "run_link_300": lambda server: run_link(server, class_size(300)),
     "lesson_100": lambda server: lesson_class(server, class_size(100)),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import importlib.util
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,7 @@ def static(tmp_path):
     (tmp_path / "static" / "index.js").write_text("const x = 1;\n" * 2000)
     (tmp_path / "static" / "font.woff2").write_bytes(bytes(range(256)) * 40)
     (tmp_path / "static" / "tiny.js").write_text("x")
-    return CompressedAssets(StaticFiles(directory=tmp_path))
+    return CompressedAssets(StaticFiles(directory=tmp_path), root=tmp_path)
 
 
 def test_a_static_file_is_gzipped_once_and_kept(static):
@@ -89,6 +90,45 @@ def test_a_revalidation_or_a_missing_file_is_answered_by_streamlit(static):
     assert "/static/nothing.js" not in static.cache
 
 
+def fallback(static_app, index: bytes):
+    """``static_app`` answering a path that is no file as Streamlit does: 200 and its index
+    page (its own single-page routing)."""
+    async def app(scope, receive, send):
+        try:
+            await static_app(scope, receive, send)
+        except HTTPException:
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"text/html"),
+                                    (b"content-length", str(len(index)).encode())]})
+            await send({"type": "http.response.body", "body": index})
+    return app
+
+
+def test_made_up_paths_are_not_kept_and_the_least_recently_used_file_goes_first(
+        static, tmp_path, monkeypatch):
+    """Issue 46: after more made-up paths than the cache holds, a real file is still
+    compressed once and kept; past the bound, the least recently used file goes."""
+    index = b"<html>" + b"<div>Streamlit</div>" * 200 + b"</html>"
+    app = CompressedAssets(fallback(static.app, index), root=tmp_path)
+    monkeypatch.setattr("ui.compression.KEPT_FILES", 3)
+    for n in range(10):
+        status, headers, body = ask(app, f"/static/made-up-{n}.js", accept_encoding="gzip")
+        assert status == 200 and body == index and "content-encoding" not in headers
+    assert app.cache == {}
+    for name in ("more.js", "other.js"):
+        (tmp_path / "static" / name).write_text(f"const {name[0]} = 2;\n" * 2000)
+    ask(app, "/static/index.js", accept_encoding="gzip")
+    kept = app.cache["/static/index.js"]
+    ask(app, "/static/more.js", accept_encoding="gzip")
+    ask(app, "/static/index.js", accept_encoding="gzip")  # used again: now the most recent
+    ask(app, "/static/other.js", accept_encoding="gzip")
+    ask(app, "/static/tiny.js", accept_encoding="gzip")  # kept as None: sent as it is
+    assert list(app.cache) == ["/static/index.js", "/static/other.js", "/static/tiny.js"]
+    assert ask(app, "/static/index.js", accept_encoding="gzip")[2] is kept[1]  # not again
+    assert ask(app, "/static/../../etc/passwd", accept_encoding="gzip")[0] == 200  # index
+    assert "/static/../../etc/passwd" not in app.cache
+
+
 @pytest.mark.skipif(reason is not None, reason=reason or "")
 def test_the_served_page_is_compressed_and_opens_again_from_the_cache(server, browser):  # noqa: F811
     """Home on a phone: Streamlit's JavaScript comes back gzipped, and the same page opened
@@ -104,3 +144,22 @@ def test_the_served_page_is_compressed_and_opens_again_from_the_cache(server, br
     assert scripts and all(r["encoding"] == "gzip" for r in scripts)
     assert all("immutable" in r["cache_control"] for r in scripts)
     assert first["http"] > 100_000 and second["total"] < first["total"] / 10
+
+
+@pytest.mark.skipif(reason is not None, reason=reason or "")
+def test_the_real_server_compresses_its_files_and_no_made_up_path(server):  # noqa: F811
+    """Streamlit answers a made-up path under /static/ with its index page: the server
+    sends it as it is (issue 46: it was compressed and kept, filling the cache)."""
+    from streamlit import file_util
+
+    real = min((p for p in (Path(file_util.get_static_dir()) / "static" / "js").glob("*.js")
+                if p.stat().st_size > 50_000), key=lambda p: p.stat().st_size)
+    answers = {}
+    for path in (f"/static/js/{real.name}", "/static/js/made-up-46.js", "/static/made/up"):
+        request = urllib.request.Request(server + path, headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            answers[path] = response.headers.get("Content-Encoding"), response.read()
+    assert answers[f"/static/js/{real.name}"][0] == "gzip"
+    for path in ("/static/js/made-up-46.js", "/static/made/up"):
+        encoding, body = answers[path]
+        assert encoding is None and b"<html" in body.lower()  # Streamlit's index page

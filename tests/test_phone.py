@@ -394,3 +394,27 @@ def test_a_keyboard_only_student_works_through_a_lesson_step(server, browser):
     page.keyboard.press("Enter")
     page.get_by_text("Step 2 of 3").wait_for(timeout=30_000)
     page.context.close()
+
+
+def test_the_sidebars_buttons_are_thumb_sized_on_a_phone(server, browser):
+    """Issue 46: the sidebar's open button was 28 px on a phone. Opened and closed by touch
+    at 390 x 844, each of its buttons at least 44 x 44 px."""
+    page = phone(browser, "390x844")
+    try:
+        page.goto(f"{server}/train?task=reverse")
+        page.get_by_role("button", name="Train", exact=True).wait_for(timeout=30_000)
+        opener = page.locator('[data-testid="stExpandSidebarButton"]')
+        opener.wait_for(timeout=30_000)
+        box = opener.bounding_box()
+        assert box["width"] >= TOUCH_PX and box["height"] >= TOUCH_PX, box
+        opener.tap()
+        closer = page.locator('[data-testid="stSidebarCollapseButton"] button')
+        closer.wait_for(timeout=30_000)
+        page.wait_for_timeout(500)  # the sidebar slides in
+        box = closer.bounding_box()
+        assert box["width"] >= TOUCH_PX and box["height"] >= TOUCH_PX, box
+        shot(page, "phone_sidebar.png")
+        closer.tap()
+        opener.wait_for(timeout=30_000)
+    finally:
+        page.context.close()

@@ -195,3 +195,58 @@ def test_a_large_map_is_one_image_a_pixel_a_cell():
 def test_a_figure_dict_draws_as_its_figure_does(reverse):
     fig = figures.pattern_figure(reverse).figure
     assert figure_svg(json.loads(fig.to_json())) == figure_svg(fig)
+
+
+# -- the live curves picture: no text over another, none outside the picture (issue 46) ----
+
+CHAR_EM = 0.6  # a sans-serif character's mean width in ems (a generous estimate: digits 0.56)
+
+
+def text_boxes(svg: str) -> list[tuple[str, float, float, float, float]]:
+    """Each <text> of ``svg`` with the box it takes, estimated from its x, y, font size,
+    anchor and length: (text, left, top, right, bottom)."""
+    boxes = []
+    for node in parse(svg).iter(f"{SVG}text"):
+        text, size = node.text or "", float(node.get("font-size"))
+        x, y, width = float(node.get("x")), float(node.get("y")), len(node.text or "") * CHAR_EM * size
+        left = {"start": x, "middle": x - width / 2, "end": x - width}[node.get("text-anchor", "start")]
+        boxes.append((text, left, y - 0.8 * size, left + width, y + 0.25 * size))  # ascent, descent
+    return boxes
+
+
+def text_problems(svg: str) -> list[str]:
+    """Texts of ``svg`` that overlap another, or lie outside its viewBox."""
+    _, _, view_width, view_height = map(float, parse(svg).get("viewBox").split())
+    boxes, found = text_boxes(svg), []
+    for text, left, top, right, bottom in boxes:
+        if left < 0 or top < 0 or right > view_width or bottom > view_height:
+            found.append(f"{text!r} outside the picture ({left:.0f}..{right:.0f} of "
+                         f"{view_width:.0f}, {top:.0f}..{bottom:.0f} of {view_height:.0f})")
+    for i, (a, a0, a1, a2, a3) in enumerate(boxes):
+        for b, b0, b1, b2, b3 in boxes[i + 1:]:
+            if min(a2, b2) - max(a0, b0) > 0.5 and min(a3, b3) - max(a1, b1) > 0.5:
+                found.append(f"{a!r} overlaps {b!r}")
+    return found
+
+
+def test_the_overlap_check_sees_text_over_text_and_outside():
+    svg = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 200 100">'
+           '<text x="10" y="20" font-size="14" text-anchor="start">training step</text>'
+           '<text x="50" y="24" font-size="14" text-anchor="middle">legend</text>'
+           '<text x="198" y="90" font-size="14" text-anchor="middle">1000</text></svg>')
+    assert text_problems(svg) == ["'1000' outside the picture (181..215 of 200, 79..94 of 100)",
+                                  "'training step' overlaps 'legend'"]
+
+
+@pytest.mark.parametrize("width, font", [(534, 14), (340, 14), (700, 15), (300, 14)],
+                         ids=["laptop", "phone", "wide", "narrow"])
+@pytest.mark.parametrize("batches", [True, False], ids=["with-batches", "held-out-only"])
+def test_the_live_curves_picture_has_no_text_over_text(width, font, batches):
+    from stacklab.lab.figures.curves_picture import curves_svg
+
+    history = [{"step": s, "loss": 2.5 / (1 + s / 100), "accuracy": min(1.0, s / 800)}
+               for s in range(100, 1001, 100)]
+    batch_losses = [(s, 2.6 / (1 + s / 90)) for s in range(10, 1001, 10)] if batches else None
+    svg = curves_svg(history, batch_losses, width=width, font=font)
+    assert "1000" in [text for text, *_ in text_boxes(svg)]  # the last step's tick is drawn
+    assert text_problems(svg) == []

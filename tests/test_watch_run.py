@@ -33,8 +33,10 @@ SHORT = {"task": "reverse", "steps": 300, "target_accuracy": "none"}
 WATCH = "/_stacklab/watch/run/"
 
 
-def get(url: str, gzipped: bool = False) -> tuple[int, object, bytes]:
-    request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"} if gzipped else {})
+def get(url: str, gzipped: bool | str = False) -> tuple[int, object, bytes]:
+    """``url``'s status, headers and body; ``gzipped``: take gzip, or this Accept-Encoding."""
+    encoding = "gzip" if gzipped is True else gzipped
+    request = urllib.request.Request(url, headers={"Accept-Encoding": encoding} if encoding else {})
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, response.headers, response.read()
@@ -85,6 +87,9 @@ def test_the_endpoint_answers_a_live_run_its_pictures_and_refuses_what_is_no_run
             markup = gzip.decompress(packed).decode()
             _, plain_headers, plain = get(f"{server}{WATCH}{key}/pictures?kind={kind}")
             assert plain_headers.get("Content-Encoding") is None and plain.decode().count("<img") == 2
+            _, refused_headers, refused = get(f"{server}{WATCH}{key}/pictures?kind={kind}",
+                                              "gzip;q=0, br")  # refuses gzip (RFC 9110)
+            assert refused_headers.get("Content-Encoding") is None and b"<img" in refused
             assert markup.count("<img") == 2 and "Training curves" in markup
             alts = re.findall(r'alt="([^"]*)"', markup)
             assert all(re.search(r"\d", alt) for alt in alts), alts  # numbers in each

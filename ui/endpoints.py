@@ -35,6 +35,7 @@ from starlette.routing import Route
 
 from stacklab import StackError
 from ui import live_run, polls, session
+from ui.encoding import takes_gzip
 from ui.watch import PREFIX, VOTER_HEADER
 
 HEADERS = {"Cache-Control": "no-store"}  # an answer is true now only
@@ -123,7 +124,7 @@ async def run_pictures(request: Request) -> Response:
         return Response(status_code=404, headers=HEADERS)
     number, markup, packed = found
     headers = {**HEADERS, "X-Stacklab-Frame": str(number), "Vary": "Accept-Encoding"}
-    if "gzip" in request.headers.get("accept-encoding", ""):
+    if takes_gzip(request.headers.get("accept-encoding")):
         return Response(packed, media_type="text/html; charset=utf-8",
                         headers={**headers, "Content-Encoding": "gzip"})
     return Response(markup, media_type="text/html; charset=utf-8", headers=headers)

@@ -38,6 +38,8 @@ label:has(input[type="radio"]:focus-visible), label:has(input[type="checkbox"]:f
   [data-testid="stRadioOption"], [data-testid="stCheckbox"] label {{
     min-height: {TOUCH_PX}px; min-width: {TOUCH_PX}px; align-items: center; }}
   [data-testid="stRadio"] [role="radiogroup"] {{ gap: 0 1rem; }}
+  [data-testid="stExpandSidebarButton"], [data-testid="stSidebarCollapseButton"] button {{
+    min-height: {TOUCH_PX}px; min-width: {TOUCH_PX}px; }}
   [data-testid="stMarkdownContainer"] code, [data-testid="stCaptionContainer"] code,
   [data-testid="stMarkdownPre"] code {{ font-size: 14px; }}
 }}

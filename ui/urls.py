@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import streamlit as st
 
+from stacklab import StackError
 from ui import session
 from ui.lab import (LINK_VALUES, MAX_LINK_STACK_CHARS, Experiment, Link, experiment_of_run,
                     read_link, resolve_key, write_link)
@@ -84,13 +85,23 @@ def known_keys() -> list[str]:
     return [*session.pool().store.keys(), *session.pool().live_keys()]
 
 
+def keys_starting(start: str, name: str = "run") -> tuple[str | None, str | None]:
+    """The one run whose key starts with ``start`` (live in the pool, or stored: in a
+    bucket, one listing serves many starts), or None and a problem in words, the store's
+    own when it cannot be listed (`resolve_key`)."""
+    try:
+        stored = session.pool().store.matching(start)
+    except StackError as err:
+        return None, f"{name}={start} cannot be looked up: {err}"
+    return resolve_key(start, [*session.pool().live_keys(), *stored], name)
+
+
 def compared_keys(keys, problems: list) -> list[str]:
     """A ``compare=`` link's keys, each start of a key resolved to its run (a problem for
     one that names no run, or more than one)."""
     found = []
     for start in keys:
-        key, problem = resolve_key(start, known_keys(), "compare") if len(start) < 32 \
-            else (start, None)
+        key, problem = keys_starting(start, "compare") if len(start) < 32 else (start, None)
         if problem:
             problems.append(problem)
         elif key:
@@ -103,20 +114,24 @@ def open_run(key: str, follow_run: bool = False) -> str | None:
     its first 8 or more digits); a problem in words when there is no such run. With
     ``follow_run`` (a class link naming the run alone) the run fixes the experiment."""
     if len(key) < 32:
-        key, problem = resolve_key(key, known_keys())
+        key, problem = keys_starting(key)
         if problem:
             return problem
     job = session.pool().open(session.owner(), key)
     if job is None:
+        trouble = session.pool().store.trouble(key)
+        if trouble is not None:  # damaged, or a store that refuses the credentials
+            return f"run={key[:12]} cannot be opened: {trouble}"
         return (f"run={key!r} is not on this server (never trained here, or evicted from "
                 "its store); press Train to train it")
+    damage = job.run.damage() if hasattr(job.run, "damage") else None  # a stored run's
     if follow_run:
         network = job.run.network if job.run is not None else job.plan.network
         session.set_experiment(experiment_of_run(network.source, network.input_shape,
                                                  network.input_dtype, job.config,
                                                  hide=session.experiment().hide))
     session.link_run(job)
-    return None
+    return None if damage is None else f"run={key[:12]} is damaged: {damage}"
 
 
 def update(**changes) -> None:

@@ -35,6 +35,8 @@ class StackError(ValueError):
         hint: how to fix it.
         source_line: the text of the offending line, for the caret display.
         span: how many characters the caret underlines.
+        where: the place in words when it is no place in a source (a run's file, a run
+            store), or ``None``.
     """
 
     def __init__(
@@ -49,6 +51,7 @@ class StackError(ValueError):
         hint: str = "",
         source_line: str | None = None,
         span: int = 1,
+        where: str | None = None,
     ):
         assert code in CODES, code
         self.code = code
@@ -60,25 +63,27 @@ class StackError(ValueError):
         self.hint = hint
         self.source_line = source_line
         self.span = max(1, span)
+        self.where = where
         super().__init__(self._render())
 
     def __reduce__(self):
         """Pickled with every field, so a worker process or a Ray actor can raise it to the
         app server as it is (the default pickling of an exception passes only ``args``)."""
         fields = {name: getattr(self, name)
-                  for name in ("line", "col", "node", "op", "hint", "source_line", "span")}
+                  for name in ("line", "col", "node", "op", "hint", "source_line", "span", "where")}
         return _rebuilt, (self.code, self.message, fields)
 
     @property
     def place(self) -> str:
-        """Where the error is, in words: ``line 2, col 1 (n1 pos_embed)``."""
+        """Where the error is, in words: ``line 2, col 1 (n1 pos_embed)``, a run's file
+        (``metrics.json of run 2f79848c0000``), or ``input`` when nothing says more."""
         parts = []
         if self.line is not None:
             parts.append(f"line {self.line}, col {self.col}" if self.col else f"line {self.line}")
         who = " ".join(p for p in (self.node, self.op) if p)
         if who:
             parts.append(f"({who})" if parts else who)
-        return " ".join(parts) or "input"
+        return " ".join(parts) or self.where or "input"
 
     def _render(self) -> str:
         # message, place and fix may quote user text: no terminal escape reaches a terminal

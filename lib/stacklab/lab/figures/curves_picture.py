@@ -28,6 +28,7 @@ from .style import TRAINED_COLOR, UNTRAINED_COLOR
 
 MUTED = "rgb(90, 92, 105)"  # ticks: 6.4:1 on white
 GRID = "rgb(225, 227, 232)"
+CHAR_EM = 0.6  # a character's width in ems, at most (digits 0.56): room for text to fit
 TRAIN_GREY = "rgb(130, 130, 130)"  # the batch loss, as the chart draws it (grey, thin)
 LINES = (("training loss (one batch)", TRAIN_GREY, 1.0),
          ("held-out loss", UNTRAINED_COLOR, 2.0),
@@ -45,13 +46,15 @@ def curves_svg(history: Sequence[dict], train_loss: Sequence[tuple[int, float]] 
     held = [(int(e["step"]), float(e["loss"])) for e in shown]
     accuracy = [(int(e["step"]), float(e["accuracy"])) for e in shown]
     last = max([s for s, _ in held + losses] or [1])
-    left, right = 6 * font * 0.56 + 14, width - 14
+    # the right margin holds half of the last step's tick ("1000" centred on the axis end)
+    widest_step = max((len(label) for label in nice_ticks(0.0, float(last), 4)[1]), default=1)
+    left, right = 6 * font * 0.56 + 14, width - max(14, widest_step * CHAR_EM * font / 2 + 4)
     top = 12 + 1.6 * font * 1.15
     panel = max(60.0, (width * 0.62 - top) / 2)  # two plots, one above the other
     gap = 2.2 * font
     loss_box = (left, top + 1.4 * font, right, top + 1.4 * font + panel)
     acc_box = (left, loss_box[3] + gap + 1.4 * font, right, loss_box[3] + gap + 1.4 * font + panel)
-    height = acc_box[3] + 2.9 * font + 10 + 1.5 * font * 2
+    height = acc_box[3] + 3.9 * font + 10 + 1.5 * font * 2
     parts = [_text(10, 12 + 1.15 * font, "Training curves", 1.15 * font, TEXT, weight="600")]
     axis = loss_axis([v for _, v in held + losses])
     log = axis.get("type") == "log"
@@ -66,24 +69,29 @@ def curves_svg(history: Sequence[dict], train_loss: Sequence[tuple[int, float]] 
         ticks, tick_labels = nice_ticks(low, high, 4)
     scale = (lambda v: math.log10(v)) if log else float
     parts += _panel(loss_box, f"loss: {axis['title_text']}", (low, high), ticks, tick_labels, last,
-                    font, labels_below=False)
+                    font, labels_below=False, width=width)
     for (name, colour, stroke), points in zip(LINES[:2], (losses, held)):
         parts.append(_line([(s, scale(v)) for s, v in points if v > 0 or not log],
                            loss_box, (low, high), last, colour, stroke))
     parts += _panel(acc_box, "held-out accuracy", (0.0, 1.05), [0.0, 0.5, 1.0],
-                    ["0%", "50%", "100%"], last, font, labels_below=True)
+                    ["0%", "50%", "100%"], last, font, labels_below=True, width=width)
     parts.append(_line(accuracy, acc_box, (0.0, 1.05), last, LINES[2][1], LINES[2][2]))
-    parts += _legend(acc_box[3] + 2.9 * font + 4, width, font, bool(losses))
+    # the legend a line below the axis title ("training step", at 2.5 fonts)
+    parts += _legend(acc_box[3] + 3.9 * font + 4, width, font, bool(losses))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height:.0f}" '
             f'width="{width}" height="{height:.0f}" font-family={quoteattr(FONT_FAMILY)}>\n'
             f'<rect width="100%" height="100%" fill="white"/>\n' + "\n".join(parts) + "\n</svg>")
 
 
 def _panel(box, title: str, span, ticks, labels, last: int, font: int,
-           labels_below: bool) -> list[str]:
-    """One plot's frame: its title above, its value ticks and grid, its step ticks."""
+           labels_below: bool, width: int) -> list[str]:
+    """One plot's frame: its title above (smaller where the picture's ``width`` is too
+    narrow for it), its value ticks and grid, its step ticks."""
     left, top, right, bottom = box
-    parts = [_text((left + right) / 2, top - 0.4 * font, title, font * 1.05, TEXT, anchor="middle"),
+    size = min(font * 1.05, (width - 20) / (max(len(title), 1) * CHAR_EM))
+    centre = min(max((left + right) / 2, 10 + len(title) * CHAR_EM * size / 2),
+                 width - 10 - len(title) * CHAR_EM * size / 2)
+    parts = [_text(centre, top - 0.4 * font, title, size, TEXT, anchor="middle"),
              f'<rect x="{left:.1f}" y="{top:.1f}" width="{right - left:.1f}" '
              f'height="{bottom - top:.1f}" fill="none" stroke="{GRID}"/>']
     for value, label in zip(ticks, labels):

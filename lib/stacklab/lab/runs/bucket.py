@@ -10,8 +10,10 @@ without its manifest does not exist to readers; a file that does not match it is
 two servers finishing one key at once the first manifest wins and the other writer removes
 its own files. Where a server ignores that header, the last manifest wins instead: each
 names a whole set of files, so readers still see one complete run. ``figures.json``, which
-a worker draws after storing the run, is one more object, ``KEY/figures.json``: a single
-PUT, so it is there whole or not at all.
+a worker draws after storing the run, is written into the manifest's folder under a name
+of its own hash (``figures-HASH.json``), then the manifest again with it added (size,
+hash and that name): two servers adding figures at once each name an object that is
+whole, so the last manifest is whole too.
 
 The endpoint and the credentials come from the standard places only (``AWS_ENDPOINT_URL``,
 ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, the AWS config files): a URL that carries
@@ -33,11 +35,12 @@ from urllib.parse import urlsplit
 from ...core.errors import StackError
 from .files import METRICS, MODEL, RECORD, RUN
 
-RUN_FILES = {MODEL, RECORD, METRICS, RUN}  # what a manifest may name
+RUN_FILES = {MODEL, RECORD, METRICS, RUN}  # a run's files, written before its manifest
 
 log = logging.getLogger("stacklab.store")
 
 MANIFEST, FIGURES = "manifest.json", "figures.json"
+MANIFEST_FILES = RUN_FILES | {FIGURES}  # what a manifest may name
 PRIVATE = ".private"  # stopped runs, handed from a worker on another machine to its server
 MANIFEST_FORMAT = "stacklab-manifest-1"
 DAMAGE = ".damage.json"  # in a cached copy: the files that did not match the manifest
@@ -76,7 +79,8 @@ class Bucket:
                              "credentials or options, which are refused",
                              hint="give only PROTOCOL://BUCKET/PREFIX; put the endpoint and "
                                   "the keys in AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID and "
-                                  "AWS_SECRET_ACCESS_KEY (or the AWS config files)")
+                                  "AWS_SECRET_ACCESS_KEY (or the AWS config files)",
+                             where="STACKLAB_RUNS")
         self.url = url.rstrip("/")
         try:
             import fsspec  # noqa: PLC0415 - only a store on a URL needs it
@@ -87,8 +91,8 @@ class Bucket:
         except (ImportError, ValueError) as err:
             raise StackError("E_VALUE", f"the run store {self.url} needs a package that is "
                              f"not installed ({_said(err)})",
-                             hint="for s3://, install the extra: pip install 'stacklab[s3]'"
-                             ) from None
+                             hint="for s3://, install the extra: pip install 'stacklab[s3]'",
+                             where=self.url) from None
         self.prefix = self.prefix.rstrip("/")
         if hasattr(self.fs, "retries"):
             self.fs.retries = 2  # s3fs tries 5 times, with pauses: a page would wait on it
@@ -124,8 +128,8 @@ class Bucket:
         manifest = self._manifest(key)
         if manifest is None:
             return False
-        paths = {self._at(key, manifest["folder"], name): name for name in manifest["files"]}
-        paths[self._at(key, FIGURES)] = FIGURES
+        paths = {self._at(key, manifest["folder"], entry.get("object", name)): name
+                 for name, entry in manifest["files"].items()}
         found = self._call("read", self.fs.cat, list(paths), on_error="return")  # at once
         damage = {}
         for path, name in paths.items():
@@ -134,7 +138,7 @@ class Bucket:
                 data = None
             elif isinstance(data, BaseException):
                 raise self._failure("read", data)
-            what = None if name == FIGURES else _mismatch(data, manifest["files"][name])
+            what = _mismatch(data, manifest["files"][name])
             if what is not None:
                 damage[name] = what
             elif data is not None:
@@ -150,7 +154,10 @@ class Bucket:
         try:
             manifest = json.loads(data[:_MANIFEST_MAX_BYTES])
             if (manifest.get("format") != MANIFEST_FORMAT or manifest.get("key") != key
-                    or "/" in manifest["folder"] or not set(manifest["files"]) <= RUN_FILES):
+                    or "/" in manifest["folder"] or not set(manifest["files"]) <= MANIFEST_FILES
+                    or any("/" in str(entry.get("object", "")) or "object" in entry
+                           and not str(entry["object"]).startswith("figures-")
+                           for entry in manifest["files"].values())):
                 raise ValueError("not a manifest of this key")
             return manifest
         except (ValueError, TypeError, KeyError, AttributeError) as err:
@@ -174,7 +181,7 @@ class Bucket:
         writer = f"{time.time_ns():x}-{uuid.uuid4().hex[:8]}"  # when it began, and who
         files = {}
         for path in sorted(folder.iterdir()):
-            if path.name in RUN_FILES:
+            if path.name in MANIFEST_FILES:
                 data = path.read_bytes()
                 self._call("write", self.fs.pipe_file, self._at(key, writer, path.name), data)
                 files[path.name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
@@ -188,8 +195,6 @@ class Bucket:
                 raise
             self._remove_quietly(self._at(key, writer))  # another server's manifest came first
             return False
-        if (folder / FIGURES).is_file():
-            self.put_figures(key, (folder / FIGURES).read_bytes())
         return True
 
     def _has_after(self, refused: StackError, key: str) -> bool:
@@ -206,7 +211,17 @@ class Bucket:
         return type(self.fs).__name__ == "S3FileSystem"
 
     def put_figures(self, key: str, data: bytes) -> None:
-        self._call("write", self.fs.pipe_file, self._at(key, FIGURES), data)
+        """Add ``figures.json`` to the stored run ``key`` (nothing when it is not stored):
+        the object under a name of its hash, then the manifest naming it."""
+        manifest = self._manifest(key)
+        if manifest is None:
+            return
+        digest = hashlib.sha256(data).hexdigest()
+        name = f"figures-{digest[:16]}.json"
+        self._call("write", self.fs.pipe_file, self._at(key, manifest["folder"], name), data)
+        manifest["files"][FIGURES] = {"bytes": len(data), "sha256": digest, "object": name}
+        self._call("write", self.fs.pipe_file, self._at(key, MANIFEST),
+                   json.dumps(manifest).encode())
 
     def put_private(self, folder: Path) -> None:
         """Upload a private folder (`RunStore.save_private`), for its one reader."""
@@ -263,12 +278,13 @@ class Bucket:
                               f"({_said(err)})",
                               hint="check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or the "
                                    "AWS config files): the key must read, list and write the "
-                                   "bucket")
+                                   "bucket", where=self.url)
         full = (" (a bucket past its quota refuses writes: raise the quota, or lower "
                 "STACKLAB_RUNS_MAX_BYTES below it)" if doing == "write" else "")
         return StackError("E_VALUE", f"the run store {self.url} cannot {doing} ({_said(err)})",
                           hint="check that the server at AWS_ENDPOINT_URL runs and that the "
-                               f"bucket exists{full}, or set STACKLAB_RUNS to a local folder")
+                               f"bucket exists{full}, or set STACKLAB_RUNS to a local folder",
+                          where=self.url)
 
 
 def _mismatch(data: bytes | None, expected: dict) -> str | None:

@@ -78,7 +78,8 @@ def _contents(model: StackModule, extra: dict | None) -> tuple[dict, dict[str, s
 
 
 def _fail(message: str, path, hint: str = "use a model.safetensors written by stacklab") -> StackError:
-    return StackError("E_VALUE", f"{Path(path).name}: {message}", hint=hint)
+    return StackError("E_VALUE", f"{Path(path).name}: {message}", hint=hint,
+                      where=Path(path).name)
 
 
 def read_metadata(path: str | Path, *, max_data_bytes: int = DEFAULT_BUDGET_BYTES) -> dict[str, str]:

@@ -138,7 +138,8 @@ def damaged(folder: Path, key: str, name: str, what: str) -> StackError:
         _LOGGED.add((str(folder), name))
         log.warning("run %s is damaged: its %s %s", key, name, what)
     return StackError("E_DAMAGED", f"run {key[:12]} is damaged: its {name} {what}",
-                      hint="train it again: the store replaces a damaged run")
+                      hint="train it again: the store replaces a damaged run",
+                      where=f"{name} of run {key[:12]}")
 
 
 def unreadable(err: OSError) -> str:

@@ -49,8 +49,10 @@ from pathlib import Path
 from ...core.errors import StackError
 from .bucket import Bucket, is_url
 from ..keys import KEY_LENGTH, is_key
-from .files import FIGURES, RUN, write_run, write_text
-from .stored import StoredRun, _read_run, _touch
+from .files import FIGURES, RUN, damaged, write_run, write_text
+from .folders import drop_until, folder_bytes, last_used
+from .listing import RecentListing
+from .stored import StoredRun, _read_run, _touch, bucket_damage
 from ..train.record import Run
 
 log = logging.getLogger("stacklab.store")
@@ -102,11 +104,13 @@ class RunStore:
         self.max_bytes = default_max_bytes() if max_bytes is None else max_bytes
         self.cache_bytes = _bytes_variable("STACKLAB_RUNS_CACHE_BYTES", DEFAULT_CACHE_BYTES)
         self.problem: StackError | None = None  # the bucket's last failure, for a reader
+        self._listed = RecentListing()  # short keys that name no run: one listing for many
 
     def path(self, key: str) -> Path:
         if not is_key(key):
             raise StackError("E_VALUE", f"{str(key)[:40]!r} is not a run key",
-                             hint=f"a run key is {KEY_LENGTH} hex digits, as in run=... of a link")
+                             hint=f"a run key is {KEY_LENGTH} hex digits, as in run=... of a link",
+                             where="run key")
         return self.root / key
 
     def __contains__(self, key: str) -> bool:
@@ -141,7 +145,7 @@ class RunStore:
             found = [p for p in self.root.iterdir() if is_key(p.name) and p.is_dir()]
         except OSError:
             return []
-        return [p.name for p in sorted(found, key=_last_used)]
+        return [p.name for p in sorted(found, key=last_used)]
 
     def find(self, prefix: str) -> str | None:
         """The one stored key starting with ``prefix`` (8 or more hex digits, as the app and
@@ -149,13 +153,47 @@ class RunStore:
         prefix = str(prefix).strip().lower()
         if is_key(prefix):
             return prefix if prefix in self else None
+        try:
+            found = self.matching(prefix)
+        except StackError as err:
+            self.problem = err
+            return None
+        return found[0] if len(found) == 1 else None
+
+    def matching(self, prefix: str) -> list[str]:
+        """The stored keys starting with ``prefix`` (8 to 32 hex digits; anything else
+        matches none). In a bucket, this machine's copy first, then a listing of the bucket
+        that stays a few seconds (`RecentListing`): many starts that name no run cost one
+        listing. Raises `StackError` when the bucket cannot be listed."""
+        prefix = str(prefix).strip().lower()
         if len(prefix) < 8 or len(prefix) > KEY_LENGTH or any(c not in "0123456789abcdef"
                                                                for c in prefix):
-            return None
+            return []
         found = [key for key in self._folders() if key.startswith(prefix)]  # this machine's
         if self.bucket is not None and len(found) != 1:  # a bucket: listed only when needed
-            found = [key for key in self.keys() if key.startswith(prefix)]
-        return found[0] if len(found) == 1 else None
+            listed = self._listed.keys(lambda: [entry.key for entry in self.bucket.entries()])
+            found = [key for key in listed if key.startswith(prefix)]
+        return found
+
+    def trouble(self, key: str) -> StackError | None:
+        """Why the run ``key`` does not open (after `open` gave None): its files damaged
+        (``E_DAMAGED``), or the bucket refusing the credentials or not answering
+        (``E_VALUE``); None when there is no such run, for a page to say so."""
+        if not is_key(key):
+            return None
+        folder = self.root / key
+        found = bucket_damage(folder, key)
+        if found is not None:
+            return found
+        if (folder / RUN).is_file():  # here, and did not read back
+            return damaged(folder, key, RUN, "does not read back")
+        if self.bucket is None:
+            return None
+        try:
+            self.bucket.has(key)
+        except StackError as err:
+            return err
+        return None
 
     def size(self) -> int:
         if self.bucket is not None:
@@ -164,7 +202,7 @@ class RunStore:
             except StackError as err:
                 self.problem = err
                 return 0
-        return sum(_folder_bytes(self.root / key) for key in self.keys())
+        return sum(folder_bytes(self.root / key) for key in self.keys())
 
     # -- writing ----------------------------------------------------------------------
 
@@ -194,7 +232,7 @@ class RunStore:
         tmp.mkdir()
         try:
             write_run(tmp, run, figures)
-            if _folder_bytes(tmp) > self.max_bytes:
+            if folder_bytes(tmp) > self.max_bytes:
                 log.warning("not storing run %s: it alone is larger than the store", run.key)
                 return None
             if self.bucket is not None:
@@ -207,6 +245,7 @@ class RunStore:
                 return final  # another process stored the same run first
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+        self._listed.forget()  # a short key of this run names it from now on
         self.evict(keep=run.key)
         return final
 
@@ -298,7 +337,7 @@ class RunStore:
             return removed
         try:
             entries = [(entry.key, entry.bytes) for entry in self.bucket.entries()]
-            removed = _drop_until(self.max_bytes, entries, keep, self._remove_from_bucket)
+            removed = drop_until(self.max_bytes, entries, keep, self._remove_from_bucket)
             self.bucket.clear_stale()
         except StackError as err:  # the run is stored: the next eviction tries again
             self.problem = err
@@ -342,6 +381,9 @@ class RunStore:
         try:
             if not (folder / RUN).is_file() and not self._fetch(key):
                 return None
+            damage = bucket_damage(folder, key)
+            if damage is not None and not (folder / RUN).is_file():
+                raise damage  # its run.json did not match the bucket's manifest
             found = read(folder)
         except StackError as err:
             self.problem = err
@@ -384,35 +426,5 @@ class RunStore:
     def _fit_folders(self, bound: int, keep: str | None) -> list[str]:
         """Remove the least recently used folders here until they fit ``bound``."""
         keys = self._folders()
-        return _drop_until(bound, [(key, _folder_bytes(self.root / key)) for key in keys], keep,
+        return drop_until(bound, [(key, folder_bytes(self.root / key)) for key in keys], keep,
                            lambda key: shutil.rmtree(self.root / key, ignore_errors=True))
-
-
-def _drop_until(bound: int, sized: list[tuple[str, int]], keep: str | None, drop) -> list[str]:
-    """``drop`` keys of ``sized`` (key, bytes), in order, until the rest fit ``bound``."""
-    total, dropped = sum(size for _, size in sized), []
-    for key, size in sized:
-        if total <= bound:
-            break
-        if key != keep:
-            drop(key)
-            total -= size
-            dropped.append(key)
-    return dropped
-
-
-def _last_used(folder: Path) -> float:
-    try:
-        return folder.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
-def _folder_bytes(folder: Path) -> int:
-    total = 0
-    try:
-        for path in folder.iterdir():
-            total += path.stat().st_size
-    except OSError:
-        pass
-    return total

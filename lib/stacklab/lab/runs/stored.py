@@ -65,7 +65,7 @@ class StoredRun:
             raise StackError("E_VALUE", f"{str(folder)[:200]} is not a stacklab run folder "
                              f"({type(err).__name__}: {str(err)[:120]})",
                              hint="give a folder written by `stacklab train --out DIR`, or a "
-                                  "run key of the run store") from None
+                                  "run key of the run store", where=str(folder)[:200]) from None
 
     def metrics(self) -> dict:
         """The run's ``metrics.json``; `StackError` ``E_DAMAGED`` when it does not read."""
@@ -99,9 +99,16 @@ class StoredRun:
         """Why this run is damaged (its first file that does not read: ``metrics.json``,
         ``figures.json``, ``model.safetensors``' header), or None: a page asks before
         offering the run's files. (``record.safetensors``, which `train --out` does not
-        write, is read by `load` alone.)"""
+        write, is read by `load` alone.) Checked once: a stored run's files do not change."""
+        if not hasattr(self, "_damage"):
+            self._damage = self._first_damage()
+        return self._damage
+
+    def _first_damage(self) -> StackError | None:
         try:
-            self._bucket_damage()
+            found = bucket_damage(self.folder, self.key)
+            if found is not None:
+                raise found
             self.metrics()
             self.figures()
             if not (self.folder / MODEL).is_file():
@@ -114,27 +121,30 @@ class StoredRun:
                            f"is not a checkpoint ({err.message.split(': ', 1)[-1]})")
         return None
 
-    def _bucket_damage(self) -> None:
-        """Raise ``E_DAMAGED`` for the first file of a run copied from a bucket that did not
-        match the bucket's manifest (`stacklab.lab.runs.bucket`)."""
-        path = self.folder / DAMAGE
-        if path.is_file():
-            name, what = next(iter(json.loads(path.read_text(encoding="utf-8")).items()))
-            raise damaged(self.folder, self.key, str(name)[:80], f"{str(what)[:200]} in the bucket")
-
     def load(self, device: str | None = "cpu") -> Run:
         """The whole `Run`, tensors included; raises `StackError` when the files are gone
         (evicted from the store, or a stopped run's folder cleared: ``E_VALUE``) or do not
         read back (``E_DAMAGED``)."""
         if not (self.folder / RUN).is_file():
             raise StackError("E_VALUE", f"run {self.key} is no longer in the run store",
-                             hint="train it again")
+                             hint="train it again", where=f"run {self.key[:12]}")
         try:
             _touch(self.folder)
             return _read_run(self.folder, self.key, device)
         except Exception as err:  # noqa: BLE001 - any damage means: the run is damaged
             raise damaged(self.folder, self.key, "files", f"do not read back "
                           f"({type(err).__name__}: {str(err)[:120]})") from err
+
+
+def bucket_damage(folder: Path, key: str) -> StackError | None:
+    """``E_DAMAGED`` for the first file of a run copied from a bucket that did not match the
+    bucket's manifest (`stacklab.lab.runs.bucket`), or None."""
+    path = folder / DAMAGE
+    try:
+        name, what = next(iter(json.loads(path.read_text(encoding="utf-8")).items()))
+    except (OSError, ValueError, StopIteration, AttributeError):
+        return None
+    return damaged(folder, key, str(name)[:80], f"{str(what)[:200]} in the bucket")
 
 
 def _run_json(folder: Path) -> dict:

@@ -206,7 +206,8 @@ class JobFigures:
                         type(err).__name__, str(err)[:200])
         self._damage_logged = True
         return StackError("E_DAMAGED", f"run {self.key} is damaged: its stored figures do not "
-                          "read", hint="train it again (press Train), or open another run")
+                          "read", hint="train it again (press Train), or open another run",
+                          where=f"figures.json of run {self.key[:12]}")
 
 
 def _json_bytes(run, node: str | None) -> int:
