@@ -240,11 +240,46 @@ def test_a_forged_vote_from_a_page_is_said_on_it_and_counts_nothing():
     student = lesson_page(**{"class": teacher.session_state["class_id"]})
     teacher.button(key="learn_next").click().run()  # the student's page has not polled yet
     student.radio[0].set_value(student.radio[0].options[0]).run()
-    assert not student.exception
-    said = " ".join(e.value for e in student.error)
-    assert "step 1 is not the class's current step (2)" in said and "vote on the step" in said
+    assert not student.exception and not student.error  # what happened, never an error
+    said = " ".join(i.value for i in student.info)
+    assert "Your choice was not counted: step 1 is not the class's current step (2)" in said
+    assert "Step 2 of 3" in student.get("progress")[0].proto.text  # the page shows step 2
     counted = teacher.session_state  # the teacher's count of step 2: nobody voted
     assert "0 voted of 1 following" in shown_html(teacher.run()), counted
+
+
+def test_students_are_told_the_answer_and_their_closed_choices_say_why():
+    """After Reveal and the run's number, each following student's page says the answer is
+    out (the number, the choice it supports) and marks their own choice, with no tap; the
+    choices are closed with a reason; a vote that arrives after the reveal is said as what
+    happened. Before it, a greyed "Run the experiment" says why."""
+    from test_app import lesson_page
+
+    from ui import session
+
+    teacher = lesson_page(lesson="positions", step="1")
+    teacher.button(key="learn_present").click().run()
+    class_id, token = teacher.session_state["class_id"], teacher.session_state["class_token"]
+    right, wrong, silent = (lesson_page(**{"class": class_id}) for _ in range(3))
+    low, high = right.radio[0].options
+    right.radio[0].set_value(low).run()
+    wrong.radio[0].set_value(high).run()
+    assert wrong.button(key="learn_run").disabled
+    assert "once the teacher reveals the answer" in " ".join(c.value for c in wrong.caption)
+    session.classes().reveal(class_id, token)
+    late = silent.radio[0].set_value(low).run()  # its page had not polled the reveal yet
+    assert not late.error and "Your choice was not counted: the teacher revealed" in late.info[0].value
+    assert late.radio[0].disabled and "round 1's votes are closed" in late.info[1].value
+    session.classes().outcome(class_id, token, 0.12, low)
+    for page, mark in ((right, "✓ Right."), (wrong, "✗ Not this time."),
+                       (silent, "You did not vote in this round.")):
+        page.run()
+        said = " ".join(m.value for m in page.markdown)
+        assert "**The answer is out** (round 1): the run measured held-out accuracy **0.12**" in said
+        assert f"so *{low}*" in said and mark in said, said
+        assert page.radio[0].disabled and not page.error and not page.exception
+        assert not page.button(key="learn_run").disabled  # the run may be looked at now
+    assert wrong.radio[0].value == high and silent.radio[0].value is None  # as counted
 
 
 # --- the load scenario's own arithmetic (bench/loadtest_votes.py) ---------------------------

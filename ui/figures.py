@@ -6,6 +6,7 @@ screen readers by a text alternative that carries its numbers."""
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 
 import streamlit as st
@@ -37,10 +38,23 @@ def fitted(figure, columns: int = 1):
     return figures.fit_title(figure, figures.column_width(columns))
 
 
+# On a phone a chart is looked at, not handled: a still chart (no drag to zoom or pan, no
+# zoom by scrolling, no toolbar), so a swipe on it scrolls the page as a swipe anywhere
+# does; its numbers are in its caption and its text alternative. Elsewhere plotly's own.
+PHONE_CONFIG = {"displayModeBar": False, "scrollZoom": False, "doubleClick": False,
+                "staticPlot": True, "responsive": True}
+
+
+def config() -> dict:
+    """The plotly config of this session's charts: `PHONE_CONFIG` on a phone, else none."""
+    return dict(PHONE_CONFIG) if browsers.on_phone() else {}
+
+
 def chart(container, figure, key: str, columns: int = 1, score: str | None = None) -> None:
     """``figure`` as an interactive chart fitted to one of ``columns`` columns (`fitted`),
-    with its text alternative (its title, ``score`` and its numbers) as its accessible name."""
-    container.plotly_chart(fitted(figure, columns), key=key,
+    with its text alternative (its title, ``score`` and its numbers) as its accessible name;
+    on a phone a still one that a swipe scrolls past (`PHONE_CONFIG`)."""
+    container.plotly_chart(fitted(figure, columns), key=key, config=config(),
                            alt=figures.describe(figure, score))
 
 
@@ -56,7 +70,7 @@ def prepared_chart(container, prepared, key: str) -> None:
     proto = PlotlyChartProto()
     proto.theme = "streamlit"
     proto.form_id = current_form_id(container)
-    proto.spec, proto.config = prepared.spec, "{}"
+    proto.spec, proto.config = prepared.spec, json.dumps(config())
     if prepared.alt:
         proto.alt = prepared.alt  # its text alternative, as ``st.plotly_chart(alt=...)`` sets it
     proto.id = compute_and_register_element_id(

@@ -51,7 +51,9 @@ MAX_CLASSES = 256  # open classes on one server; the oldest idle one goes first 
 class ClassView:
     """What a student's page reads: the lesson, the current step, ``version`` (bumped at
     every move, round and reveal, so a page redraws only when the teacher did something),
-    the step's vote round (0: it asks none) and whether that round takes votes."""
+    the step's vote round (0: it asks none) and whether that round takes votes; once the
+    teacher revealed it and the run is in, the run's number (``value``) and the choice it
+    supports; and ``mine``, the asking student's own choice in that round (None: no vote)."""
 
     id: str
     lesson: str
@@ -59,6 +61,14 @@ class ClassView:
     version: int
     round: int = 0
     voting: bool = False
+    value: float | None = None
+    supported: str | None = None
+    mine: str | None = None
+
+    @property
+    def answered(self) -> bool:
+        """The teacher revealed this round and the run's answer is in."""
+        return self.round > 0 and not self.voting and self.supported is not None
 
 
 @dataclass(frozen=True)
@@ -84,10 +94,14 @@ class Class:
     seen: float = 0.0
     votes: Votes = field(default_factory=Votes)
 
-    def view(self) -> ClassView:
+    def view(self, follower: str | None = None) -> ClassView:
         ballot = self.votes.current(self.lesson, self.step)
-        return ClassView(self.id, self.lesson, self.step, self.version,
-                         ballot.round if ballot else 0, bool(ballot and not ballot.revealed))
+        if ballot is None:
+            return ClassView(self.id, self.lesson, self.step, self.version)
+        return ClassView(self.id, self.lesson, self.step, self.version, ballot.round,
+                         not ballot.revealed, ballot.value if ballot.revealed else None,
+                         ballot.supported if ballot.revealed else None,
+                         ballot.chosen.get(follower) if follower is not None else None)
 
     def votes_version(self, now: float) -> str:
         """What the projector shows changed when this changed: a move, round or reveal (the
@@ -157,8 +171,9 @@ class Classes:
             self._forget_idle_locked()
             found = self._classes.get(str(class_id))
             if found is not None and follower is not None:
-                found.votes.follow(voter_token(follower), self._clock())
-            return None if found is None else found.view()
+                follower = voter_token(follower)
+                found.votes.follow(follower, self._clock())
+            return None if found is None else found.view(follower)
 
     # -- votes (peer instruction) --------------------------------------------------------
 
@@ -208,11 +223,13 @@ class Classes:
             return found.votes.again(found.lesson, found.step)
 
     def outcome(self, class_id: str, token: str, value: float, supported: str) -> None:
-        """The run's number on the current step and the choice it supports (after Reveal)."""
+        """The run's number on the current step and the choice it supports (after Reveal):
+        the students' pages are told (the class's version changes)."""
         with self._lock:
             found = self._teachers_locked(class_id, token)
             found.votes.outcome(found.lesson, found.step, value, supported)
             found.voted += 1
+            found.version += 1
 
     def tally(self, class_id: str, token: str) -> Tally:
         """The projector's count: the current step's rounds and how many follow now."""
