@@ -99,6 +99,7 @@ def told(page, who: str, round_: int, supported: str, mine: str | None) -> None:
             "✓ Right." if mine == supported else "✗ Not this time.")
     assert mark in said, (who, said)
     radios = page.locator("input[type=radio]")
+    radios.nth(1).wait_for(state="attached", timeout=20_000)  # a first visit draws them late
     assert radios.count() == 2 and all(radios.nth(i).is_disabled() for i in range(2)), who
     looks_right(page, who)
 
@@ -108,6 +109,15 @@ def csv_rows(page, button_name: str = "Download the votes (CSV)") -> list[dict]:
         page.get_by_role("button", name=button_name).first.click()
     text = open(download.value.path(), encoding="utf-8").read()
     return list(csv.DictReader(text.splitlines()))
+
+
+def swipe(cdp, x: float, y: float, down: float) -> None:
+    """A finger on the touch screen at (x, y) moved ``down`` px, as a phone's touches."""
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
+    for k in range(1, 11):
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchMove",
+                                              "touchPoints": [{"x": x, "y": y + down * k / 10}]})
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
 
 
 def hostile(server: str, class_id: str) -> list[int]:
@@ -241,12 +251,11 @@ def test_a_lesson_rehearsed_as_a_class_lives_it(server, browser):  # noqa: C901
         assert iphone.locator(".modebar-container .modebar").count() == 0
         box = iphone.evaluate(BOX, chart)
         before = iphone.evaluate(SCROLLED, chart)
-        cdp = devices["iphone"][0].new_cdp_session(iphone)
-        cdp.send("Input.synthesizeScrollGesture", {
-            "x": (box["left"] + box["right"]) / 2, "y": (box["top"] + box["bottom"]) / 2,
-            "yDistance": -250, "gestureSourceType": "touch", "speed": 1200})
+        swipe(devices["iphone"][0].new_cdp_session(iphone), (box["left"] + box["right"]) / 2,
+              (box["top"] + box["bottom"]) / 2, 250)  # a finger down the chart
         iphone.wait_for_timeout(500)
-        assert iphone.evaluate(SCROLLED, chart) > before + 100, "a swipe on the chart did not scroll"
+        after = iphone.evaluate(SCROLLED, chart)
+        assert after < before - 100, f"a swipe on the chart did not scroll: {before} -> {after}"
         looks_right(iphone, "iphone")
 
         # -- Vote again: round 2 starts at zero, whatever the pages still hold

@@ -178,7 +178,7 @@ def show_outcome(step, job, predicted: str | None, guess: str, on_projector: boo
         drawn = None
     key = f"learn_figure_{job.id}_{step.figure}"
     if on_projector:
-        words, picture = st.container(), st.container(key="learn_projected_figure")
+        picture, words = st.container(key="learn_projected_figure"), st.container()
         if drawn is not None:
             present.figure_at_full_width(picture, drawn.figure, key, columns=2,
                                          score=drawn.score, height=PROJECTED_HEIGHT)
