@@ -115,7 +115,7 @@ def prediction(where: tuple, step) -> tuple[str | None, str]:
     def keep_and_vote():
         keep()
         if followed is not None and followed.round:
-            learn_votes.send(where[1], state["predict"])
+            learn_votes.send(where[1], state["predict"], where[2])
 
     st.markdown(f"**Predict.** {plain(step.question, 400)}")
     guess = st.text_input("Your answer, in your own words", key=state.key("guess"),

@@ -23,18 +23,26 @@ ROUNDS_SHOWN = 2  # the rounds side by side: before and after the discussion
 
 # -- a student's vote ---------------------------------------------------------------------
 
-def send(number: int, choice: str | None) -> None:
-    """The student picked ``choice`` on step ``number``: it goes to the class (the last
-    vote counts); a refusal is said under the choices."""
+def send(number: int, choice: str | None, in_round: int | None = None) -> None:
+    """The student picked ``choice`` on step ``number`` in round ``in_round`` (the round
+    the page showed): it goes to the class (the last vote counts; one cast in a round that
+    is over counts nothing); a refusal is said under the choices."""
+    voter = learn_class.voter()
     if choice is None:
         return
+    if voter is None:
+        state["problem"] = StackError(
+            "E_VALUE", "this device has no voter identity yet: many devices joined from its "
+            "network at once", node="the vote", hint="pick your choice again in a few seconds")
+        return
     try:
-        counted_in = session.classes().vote(learn_class.state["id"], learn_class.voter(),
-                                            number, choice)
+        counted_in = session.classes().vote(learn_class.state["id"], voter, number, choice,
+                                            in_round)
     except StackError as err:
         state["problem"] = err
         return
-    state["sent"] = (number, counted_in, choice)
+    if counted_in:
+        state["sent"] = (number, counted_in, choice)
     state.pop("problem")
 
 
