@@ -163,10 +163,29 @@ def download(container, key: str) -> None:
     """The class's votes as CSV (counts only, no student), made when pressed."""
     kept = learn_class.state.get("rounds")
     class_id = learn_class.state.get("id") or (kept[0] if kept else None)
-    container.download_button("Download the votes (CSV)", key=key,
-                              data=lambda: votes_csv(class_rounds()[1]),
+    container.download_button("Download the votes (CSV)", key=key, data=csv_maker(),
                               file_name=f"class-{class_id or 'votes'}.csv",
                               mime="text/csv", icon=":material/download:", on_click="ignore")
+
+
+def csv_maker():
+    """What makes the CSV when the button is pressed. Streamlit calls it outside this
+    session's script (no session state there), so it is made here holding what it needs:
+    the classes, this class's id and token (its votes up to the click), and the rounds kept
+    when the teacher ended it."""
+    classes = session.classes()
+    class_id, token = learn_class.state.get("id"), learn_class.state.get("token")
+    kept = (learn_class.state.get("rounds") or (None, ()))[1]
+
+    def make() -> str:
+        if token:
+            try:
+                return votes_csv(classes.rounds(class_id, token))
+            except StackError:
+                pass  # the class ended since the page ran: its kept rounds
+        return votes_csv(kept)
+
+    return make
 
 
 def after_class(container) -> None:
