@@ -14,7 +14,7 @@ from ui import polls, session, urls
 from ui.watch import VOTER_COOKIE, endpoint, watch
 from ui.lab import LINK_VALUES, ClassView, qr_png, write_values
 from ui.markdown import show_error
-from views.share_panel import reachable_address
+from views.share_panel import UNREACHABLE_QR, reachable_address, unreachable
 
 state = session.PageState("class", "id", "token", "following", "ended", "qr", "problem",
                           "voter", "rounds")
@@ -183,15 +183,16 @@ def class_link() -> str:
 def class_panel(container) -> None:
     """Beside the teacher's slide: the class link, its QR code, and ending the class."""
     link = class_link()
+    address = reachable_address()
     with container:
         st.markdown("**The class follows this page**")
+        if address.warning:  # before the QR code: a room cannot open it
+            unreachable(address)
         qr = state.cached("qr", link, lambda: qr_png(link, scale=8))
-        st.image(qr, width="stretch", caption="Scan to follow: Previous and Next move everyone",
+        st.image(qr, width="stretch", caption=UNREACHABLE_QR if address.warning else
+                 "Scan to follow: Previous and Next move everyone",
                  alt=f"QR code of the class link {link}")
         st.code(link, language=None, wrap_lines=True)
-        address = reachable_address()
-        if address.warning:
-            st.caption(address.warning.split(" Restart it")[0] + ".")
         st.button("End the class", key="class_end", on_click=end_class,
                   icon=":material/stop_circle:", width="stretch")
         heartbeat()
