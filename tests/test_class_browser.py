@@ -90,3 +90,17 @@ def test_a_reload_is_the_same_voter_and_the_csv_downloads_its_rows_everywhere(se
     finally:
         teacher_context.close()
         phone_context.close()
+
+
+def test_homes_teach_card_leads_to_presenting_a_lesson(server, browser):
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    try:
+        page.goto(server)
+        page.get_by_role("link", name="Present a lesson to a class").click()
+        page.get_by_text("Step 1 of 3").wait_for(timeout=30_000)
+        assert "/learn" in page.url and "lesson=positions" in page.url
+        page.get_by_role("button", name="Present this lesson to a class").wait_for()
+        page.go_back()  # and Back returns Home
+        page.get_by_role("link", name="Present a lesson to a class").wait_for(timeout=30_000)
+    finally:
+        page.context.close()

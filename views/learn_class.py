@@ -21,6 +21,7 @@ state = session.PageState("class", "id", "token", "following", "ended", "qr", "p
 
 POLL_SECONDS = polls.CLASS_SECONDS  # a student follows the teacher within one of these
 HEARTBEAT_SECONDS = 60.0  # an idle teacher's page still says it is there (the TTL is minutes)
+NO_IDENTITY = "no voter identity yet"  # a watch version no class has: the page reruns and asks
 
 
 def teaching() -> bool:
@@ -171,8 +172,9 @@ def poll(version: int, every: float) -> None:
         now = session.classes().follow(state["id"], voter())
     if now is None or now.version != version or polls.interval(POLL_SECONDS) != every:
         st.rerun()
-    watch(endpoint("class", state["id"]), str(version), every, key="class_watch",
-          voter=voter(), cookie=VOTER_COOKIE + state["id"])
+    identity = voter()  # none yet (its address had its share): asked again at the interval
+    watch(endpoint("class", state["id"]), str(version) if identity else NO_IDENTITY, every,
+          key="class_watch", voter=identity, cookie=VOTER_COOKIE + state["id"])
 
 
 def class_link() -> str:
