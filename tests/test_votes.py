@@ -25,6 +25,9 @@ class Clock:
         return self.now
 
 
+_ROOM: dict = {}  # the room's classes and class id, and the identities it issued
+
+
 @pytest.fixture
 def room():
     """A class on step 2 of ``positions`` whose teacher opened its vote, and its clock."""
@@ -32,6 +35,8 @@ def room():
     classes = Classes(ttl_seconds=3600, clock=clock)
     opened = classes.open("positions", 2)
     classes.open_vote(opened.id, opened.token, CHOICES)
+    _ROOM.clear()
+    _ROOM.update(classes=classes, id=opened.id)
     return classes, opened, clock
 
 
@@ -40,7 +45,11 @@ def counts(classes, opened) -> tuple[int, ...]:
 
 
 def voter(n: int) -> str:
-    return f"session-{n:06d}"
+    """Student ``n``'s voter identity, issued by the room's class as its page gets one (each
+    student on a phone of its own: an address each)."""
+    if n not in _ROOM:
+        _ROOM[n] = _ROOM["classes"].issue_voter(_ROOM["id"], f"10.0.{n // 250}.{n % 250}")
+    return _ROOM[n]
 
 
 def test_each_session_votes_once_and_its_last_vote_counts(room):
@@ -60,8 +69,10 @@ def test_each_session_votes_once_and_its_last_vote_counts(room):
     (lambda c, o: c.vote(o.id, voter(9), 1, CHOICES[0]), "step 1 is not the class's current"),
     (lambda c, o: c.vote(o.id, voter(9), "2", CHOICES[0]), "is not the class's current"),
     (lambda c, o: c.vote("00000000", voter(9), 2, CHOICES[0]), "class '00000000' has ended"),
-    (lambda c, o: c.vote(o.id, "x", 2, CHOICES[0]), "not a student session's vote token"),
-    (lambda c, o: c.vote(o.id, "<script>" * 3, 2, CHOICES[0]), "vote token"),
+    (lambda c, o: c.vote(o.id, "x", 2, CHOICES[0]), "not a voter this server issued"),
+    (lambda c, o: c.vote(o.id, "<script>" * 3, 2, CHOICES[0]), "not a voter this server"),
+    (lambda c, o: c.vote(o.id, "session-000009", 2, CHOICES[0]), "not a voter this server"),
+    (lambda c, o: c.vote(o.id, voter(9)[:-2] + "AA", 2, CHOICES[0]), "not a voter this"),
     (lambda c, o: c.vote(o.id, voter(9), 2, ["a list"]), "is not a choice"),
     (lambda c, o: c.reveal(o.id, "a student's guess"), "only the teacher's session"),
     (lambda c, o: c.vote_again(o.id, "a student's guess"), "only the teacher's session"),
@@ -154,8 +165,10 @@ def test_the_projector_counts_who_follows_now(room):
     clock.now += FOLLOWING_SECONDS + 1
     classes.follow(opened.id, voter(0))  # the others closed their tabs
     assert classes.tally(opened.id, opened.token).following == 1
-    with pytest.raises(StackError, match="vote token"):
-        classes.follow(opened.id, "../../etc")
+    for made_up in ("../../etc", "session-000001", voter(1)[:-1] + "x", None):
+        assert not classes.follow(opened.id, made_up).counted  # counts nothing
+    assert classes.follow(opened.id, voter(1)).counted
+    assert classes.tally(opened.id, opened.token).following == 2
     assert Classes.outlives_restart is False  # the page says a restart loses these votes
 
 
@@ -306,3 +319,26 @@ def test_the_load_scenario_times_each_vote_to_the_first_projector_read_that_coun
     assert bench.answer("the teacher revealed the answer of round 1") == "refused_closed"
     assert bench.answer("Your vote is in (round 2)") == "counted"
     assert bench.answer("a page with neither") == "failed"
+
+
+def test_a_late_change_from_round_one_counts_nothing_in_round_two():
+    """The double-change race (issue 42): a student's radio sends its round-1 change again,
+    and it arrives after the teacher pressed Vote again (the page still drawn at round 1).
+    It carries round 1, so round 2 stays at zero until the student chooses in it."""
+    from test_app import lesson_page
+
+    teacher = lesson_page(lesson="positions", step="1")
+    teacher.button(key="learn_present").click().run()
+    student = lesson_page(**{"class": teacher.session_state["class_id"]})
+    [choice] = student.radio
+    choice.set_value(choice.options[0]).run()
+    assert "Your vote is in (round 1)" in student.success[0].value
+    teacher.button(key="votes_again").click().run()
+    assert "0 voted of 1 following" in shown_html(teacher)
+    stale = student.radio[0]  # the page has not polled: still round 1's radio
+    stale.set_value(stale.options[1]).run()  # its late change, after the round was cleared
+    assert "0 voted of 1 following" in shown_html(teacher.run())
+    assert "Round 2" in student.info[0].value and student.radio[0].value is None
+    student.radio[0].set_value(student.radio[0].options[1]).run()  # chosen in round 2
+    assert "1 voted of 1 following" in shown_html(teacher.run())
+    assert "Your vote is in (round 2)" in student.success[0].value

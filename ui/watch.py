@@ -28,11 +28,16 @@ import streamlit as st
 
 PREFIX = "/_stacklab/watch"  # the watch endpoints' paths (ui.endpoints), under the base URL path
 VOTER_HEADER = "X-Stacklab-Voter"  # a follower's vote token: counted as following, never in a URL
+VOTER_COOKIE = "stacklab_voter_"  # + the class id: the browser keeps its voter identity there
+VOTER_COOKIE_SECONDS = 12 * 3600  # a school day: a reload or a rescan is the same voter
 
 _JS = """
 export default function (component) {
   const { data, setTriggerValue } = component;
   let stopped = false, timer = null;
+  if (data.voter && data.cookie) {  // this device's voter identity, kept for a reload
+    document.cookie = `${data.cookie}=${data.voter}; path=/; max-age=%(keep)d; SameSite=Strict`;
+  }
   const next = (seconds) => { if (!stopped) timer = setTimeout(ask, seconds * 1000); };
   const changed = (version) => { stopped = true; setTriggerValue("changed", version); };
   async function ask() {
@@ -52,7 +57,7 @@ export default function (component) {
   next(data.every);
   return () => { stopped = true; clearTimeout(timer); };
 }
-""" % {"header": VOTER_HEADER}
+""" % {"header": VOTER_HEADER, "keep": VOTER_COOKIE_SECONDS}
 
 _drawn = itertools.count()  # a number for each fragment run that draws a watch
 _component = st.components.v2.component("stacklab.watch", html="<span hidden></span>",
@@ -67,13 +72,18 @@ def endpoint(*parts: str) -> str:
     return f"/{base}/{path}" if base else f"/{path}"
 
 
-def watch(url: str, version: str, every: float, key: str, voter: str | None = None) -> None:
+def watch(url: str, version: str, every: float, key: str, voter: str | None = None,
+          cookie: str | None = None) -> None:
     """In the running fragment: ask ``url`` every ``every`` s and rerun this fragment when
-    its version is no longer ``version`` (the fragment then decides what changed)."""
+    its version is no longer ``version`` (the fragment then decides what changed). A
+    ``voter`` identity goes with each ask (`VOTER_HEADER`) and, with ``cookie``, is kept
+    in the browser under that name (its page reads it back after a reload)."""
     # ``drawn`` differs at each run of the fragment: a component given the data it had is
     # not started again, and this one stops asking once it has rerun its fragment
     data = {"url": url, "version": str(version), "every": float(every),
             "drawn": next(_drawn)}
     if voter:
         data["voter"] = voter
+        if cookie:
+            data["cookie"] = cookie
     _component(data=data, key=key, on_changed_change=lambda: None)

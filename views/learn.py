@@ -114,8 +114,8 @@ def prediction(where: tuple, step) -> tuple[str | None, str]:
                                 where: {"predict": state["predict"], "guess": state["guess"]}}
 
     def keep_and_vote():
-        if followed is not None and followed.round and not learn_votes.send(where[1],
-                                                                             state["predict"]):
+        if followed is not None and followed.round and not learn_votes.send(
+                where[1], state["predict"], where[2]):
             state["predict"] = None  # not counted: the choices show none picked
         keep()
 

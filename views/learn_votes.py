@@ -23,21 +23,29 @@ ROUNDS_SHOWN = 2  # the rounds side by side: before and after the discussion
 
 # -- a student's vote ---------------------------------------------------------------------
 
-def send(number: int, choice: str | None) -> bool:
-    """The student picked ``choice`` on step ``number``: it goes to the class (the last
-    vote counts). Whether it counted: a refusal is kept for `student_line`, which says
-    what happened."""
+def send(number: int, choice: str | None, in_round: int | None = None) -> bool:
+    """The student picked ``choice`` on step ``number`` in round ``in_round`` (the round
+    the page showed): it goes to the class (the last vote counts; one cast in a round that
+    is over counts nothing). Whether it counted: a refusal is kept for `student_line`,
+    which says what happened."""
+    voter = learn_class.voter()
     if choice is None:
         return False
+    if voter is None:
+        state["problem"] = StackError(
+            "E_VALUE", "this device has no voter identity yet: many devices joined from its "
+            "network at once", node="the vote", hint="pick your choice again in a few seconds")
+        return False
     try:
-        counted_in = session.classes().vote(learn_class.state["id"], learn_class.voter(),
-                                            number, choice)
+        counted_in = session.classes().vote(learn_class.state["id"], voter, number, choice,
+                                            in_round)
     except StackError as err:
         state["problem"] = err
         return False
-    state["sent"] = (number, counted_in, choice)
+    if counted_in:
+        state["sent"] = (number, counted_in, choice)
     state.pop("problem")
-    return True
+    return bool(counted_in)
 
 
 def closed(view: ClassView | None) -> bool:
@@ -199,10 +207,29 @@ def download(container, key: str) -> None:
     """The class's votes as CSV (counts only, no student), made when pressed."""
     kept = learn_class.state.get("rounds")
     class_id = learn_class.state.get("id") or (kept[0] if kept else None)
-    container.download_button("Download the votes (CSV)", key=key,
-                              data=lambda: votes_csv(class_rounds()[1]),
+    container.download_button("Download the votes (CSV)", key=key, data=csv_maker(),
                               file_name=f"class-{class_id or 'votes'}.csv",
                               mime="text/csv", icon=":material/download:", on_click="ignore")
+
+
+def csv_maker():
+    """What makes the CSV when the button is pressed. Streamlit calls it outside this
+    session's script (no session state there), so it is made here holding what it needs:
+    the classes, this class's id and token (its votes up to the click), and the rounds kept
+    when the teacher ended it."""
+    classes = session.classes()
+    class_id, token = learn_class.state.get("id"), learn_class.state.get("token")
+    kept = (learn_class.state.get("rounds") or (None, ()))[1]
+
+    def make() -> str:
+        if token:
+            try:
+                return votes_csv(classes.rounds(class_id, token))
+            except StackError:
+                pass  # the class ended since the page ran: its kept rounds
+        return votes_csv(kept)
+
+    return make
 
 
 def after_class(container) -> None:
