@@ -94,7 +94,7 @@ wheel: $(STAMP)
 # The README's screenshots, refreshed on purpose: the browser tests write them into
 # assets/screenshots instead of the ignored screenshots/ folder of every `make test`.
 screenshots: $(STAMP) browser axe
-	STACKLAB_SCREENSHOTS=assets/screenshots $(PY) -m pytest tests/test_browser.py tests/test_phone.py -q
+	STACKLAB_SCREENSHOTS=assets/screenshots $(PY) -m pytest tests/test_browser.py tests/test_phone.py tests/test_rehearsal.py -q
 
 clean:
 	rm -rf $(VENV) .pytest_cache tests/js/node_modules

@@ -225,6 +225,9 @@ def test_a_lesson_rehearsed_as_a_class_lives_it(server, browser):  # noqa: C901
         for name, page in students.items():
             told(page, name, 1, supported, picks[name])
         teacher.screenshot(path=str(SHOTS / "class_projector_revealed_1920.png"))
+        iphone.evaluate("() => document.querySelector('.st-key-votes_told')"
+                        ".scrollIntoView({block: 'center'})")
+        iphone.wait_for_timeout(300)
         iphone.screenshot(path=str(SHOTS / "class_iphone_told.png"))
         # a closed choice tapped: nothing changes, and no error
         other = HIGH if picks["android"] == LOW else LOW
@@ -274,6 +277,9 @@ def test_a_lesson_rehearsed_as_a_class_lives_it(server, browser):  # noqa: C901
         teacher.get_by_role("button", name="Reveal the answer").click()
         for name, page in students.items():  # the run's number is known: told at once
             told(page, name, 2, supported, supported)
+        android.evaluate("() => document.querySelector('.st-key-votes_told')"
+                         ".scrollIntoView({block: 'center'})")
+        android.wait_for_timeout(300)
         android.screenshot(path=str(SHOTS / "class_android_round2.png"))
 
         # -- the votes' CSV, downloaded in the browser and read back
@@ -304,14 +310,17 @@ def test_a_lesson_rehearsed_as_a_class_lives_it(server, browser):  # noqa: C901
 
         # -- the class ends; its summary keeps every round, and its CSV the same rows
         teacher.get_by_role("button", name="End the class").first.click()
-        teacher.get_by_role("link", name="Class summary: every step's votes").click()
+        ended = teacher.locator(".st-key-votes_ended_bar")
+        ended.wait_for(timeout=30_000)
+        ended.get_by_role("link", name="Class summary").click()
         teacher.get_by_role("heading", name="Class summary").wait_for(timeout=30_000)
+        teacher.locator("[data-testid=stDataFrame]").first.wait_for(timeout=30_000)
         kept = csv_rows(teacher)
         assert [r for r in kept if r["step"] == "1"] == rows, kept
         assert {(r["step"], r["round"]) for r in kept} == {("1", "1"), ("1", "2"), ("2", "1")}
-        teacher.go_back()
-        teacher.get_by_text("has ended; its votes are kept in this session").wait_for(
-            timeout=30_000)
+        teacher.go_back()  # the browser's Back: to the lesson
+        teacher.locator(".st-key-votes_ended_bar").wait_for(timeout=30_000)
+        assert "/learn" in teacher.url
         for name, page in students.items():
             page.get_by_text("has ended").wait_for(timeout=POLL * 1000)
             looks_right(page, name)
