@@ -319,6 +319,7 @@ def test_the_load_scenario_times_each_vote_to_the_first_projector_read_that_coun
     assert bench.answer("the teacher revealed the answer of round 1") == "refused_closed"
     assert bench.answer("Your vote is in (round 2)") == "counted"
     assert bench.answer("a page with neither") == "failed"
+    assert bench.answer("Round 2: your choice goes to the class") == "ignored_stale"
 
 
 def test_a_late_change_from_round_one_counts_nothing_in_round_two():

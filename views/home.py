@@ -117,11 +117,12 @@ learn.markdown(f"{NUMBERS[len(LESSONS)] if len(LESSONS) < 10 else len(LESSONS)} 
 learn.page_link("views/learn.py", label="Start the lessons", icon=":material/arrow_forward:")
 teach.subheader(":material/groups: Teach")
 FIRST_LESSON = next(iter(LESSONS))  # the lesson a teacher presents first
-teach.markdown("Open a lesson and press **Present this lesson to a class**: the projector "
-               "shows its step and a QR code; students who scan it follow your Previous and "
-               "Next on their phones, vote on the step's prediction, and see the answer when "
-               "you reveal it. Or set up an experiment on **Train** and press **Share with "
-               "the class**: every student on its link watches the same run, trained once.")
+teach.markdown("Open a lesson on **Learn** and press **Present this lesson to a class**: the "
+               "projector shows its step and a QR code; students who scan it follow your "
+               "Previous and Next on their phones, vote on the step's prediction, and see "
+               "the answer when you reveal it. Or set up an experiment on **Train** and press "
+               "**Share with the class**: every student on its link watches the same run, "
+               "trained once.")
 teach.page_link("views/learn.py", label="Present a lesson to a class",
                 icon=":material/co_present:", query_params={"lesson": FIRST_LESSON, "step": 1})
 teach.page_link("views/train.py", label="Share a run from Train",
