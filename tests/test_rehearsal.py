@@ -147,7 +147,7 @@ def students_interval(server: str, class_id: str) -> float:
         return json.load(got)["every"]
 
 
-def test_a_lesson_rehearsed_as_a_class_lives_it(server, browser):  # noqa: C901
+def test_a_lesson_rehearsed_as_a_class_lives_it(server, browser, tmp_path):  # noqa: C901
     from stacklab.lab.lessons import LESSONS
     from ui.polls import CLASS_SECONDS
 
@@ -319,7 +319,9 @@ def test_a_lesson_rehearsed_as_a_class_lives_it(server, browser):  # noqa: C901
         assert [r for r in kept if r["step"] == "1"] == rows, kept
         assert {(r["step"], r["round"]) for r in kept} == {("1", "1"), ("1", "2"), ("2", "1")}
         teacher.go_back()  # the browser's Back: to the lesson
-        teacher.locator(".st-key-votes_ended_bar").wait_for(timeout=45_000)
+        teacher.wait_for_timeout(8000)  # Streamlit's own navigation, then the page's rerun
+        teacher.screenshot(path=str(tmp_path / "back.png"))
+        teacher.locator(".st-key-votes_ended_bar").wait_for(timeout=30_000)
         assert "/learn" in teacher.url
         for name, page in students.items():
             page.get_by_text("has ended").wait_for(timeout=POLL * 1000)
