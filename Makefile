@@ -29,6 +29,7 @@ $(STAMP): $(APP_STAMP) pyproject.toml
 HOST ?= 127.0.0.1
 PORT ?= 8501
 run: $(APP_STAMP)
+	@$(PY) -c "from stacklab.serve.links.share import lan_address, serving_note; print(serving_note('$(HOST)', $(PORT), lan_address()))"
 	$(VENV)/bin/streamlit run server.py --server.address $(HOST) --server.port $(PORT)
 
 # Debian's Chromium for the browser tests (Playwright drives it; nothing is downloaded).
@@ -113,7 +114,7 @@ wheel: $(STAMP)
 # The README's screenshots, refreshed on purpose: the browser tests write them into
 # assets/screenshots instead of the ignored screenshots/ folder of every `make test`.
 screenshots: $(STAMP) browser axe
-	STACKLAB_SCREENSHOTS=assets/screenshots $(PY) -m pytest tests/test_browser.py tests/test_phone.py -q
+	STACKLAB_SCREENSHOTS=assets/screenshots $(PY) -m pytest tests/test_browser.py tests/test_phone.py tests/test_rehearsal.py -q
 
 clean:
 	rm -rf $(VENV) .pytest_cache tests/js/node_modules

@@ -19,9 +19,11 @@ every page runs this script, and a lecture hall opens one link hundreds of times
 
 import streamlit as st
 
-from ui import navigation, session, style
+from ui import browsers, navigation, session, style
 
-st.set_page_config(page_title="stacklab", page_icon=navigation.ICON, layout="wide")
+# a phone's screen is narrow even on its side (844 x 390): the sidebar starts closed there
+st.set_page_config(page_title="stacklab", page_icon=navigation.ICON, layout="wide",
+                   initial_sidebar_state="collapsed" if browsers.on_phone() else "auto")
 style.page_style()  # contrast, focus, and a phone's sizes (ui/style.py), on every page
 
 

@@ -146,7 +146,8 @@ class Hostile(threading.Thread):
     def __init__(self, base: str, class_id: str):
         super().__init__(daemon=True)
         self.agent, self.class_id = Agent(base), class_id
-        self.answers = {"counted": 0, "refused_flood": 0, "refused_closed": 0, "failed": 0}
+        self.answers = {"counted": 0, "refused_flood": 0, "refused_closed": 0,
+                        "ignored_stale": 0, "failed": 0}
         self.seconds = 0.0
 
     def run(self) -> None:
@@ -170,7 +171,11 @@ def answer(text: str) -> str:
     if any(closed in text for closed in ("revealed the answer of", "not the class's current",
                                          "asks for no vote")):
         return "refused_closed"
-    return "counted" if "Your vote is in" in text else "failed"
+    if "Your vote is in" in text:
+        return "counted"
+    # cast in a round that had ended (the page drawn before Vote again): counted nothing, and
+    # the page asks for the new round's choice
+    return "ignored_stale" if OPEN_ROUND.search(text) else "failed"
 
 
 class Projector(threading.Thread):

@@ -362,18 +362,23 @@ def test_votes_on_two_app_servers_add_up_on_the_classes_actor_and_outlive_a_rest
 
     choices = ["below 0.9", "at least 0.9"]
     call(a, "open_vote", klass, token, choices)
+    # issue 42: identities the cluster's actor issued (its secret), good on either server
+    students = [call(a, "issue_voter", klass, f"10.0.0.{n}")["answer"] for n in range(3)]
     for n, server in enumerate((a, b, b)):
-        call(server, "follow", klass, f"student-{n:04d}")
-        assert call(server, "vote", klass, f"student-{n:04d}", 2, choices[n > 0])["answer"] == 1
-    refused = call(b, "vote", klass, "student-0009", 1, choices[0])  # not the current step
+        call(server, "follow", klass, students[n])
+        assert call(server, "vote", klass, students[n], 2, choices[n > 0])["answer"] == 1
+    refused = call(b, "vote", klass, students[0], 1, choices[0])  # not the current step
     assert refused["refused"].startswith("E_VALUE: step 1 is not the class's current step")
+    forged = call(b, "vote", klass, "student-0009", 2, choices[0])  # made up: nothing
+    assert "not a voter this server issued" in forged["refused"]
+    call(b, "follow", klass, "student-0009")
     tally = call(a, "tally", klass, token)
     assert tally["kept"] and tally["answer"]["following"] == 3
     assert tally["answer"]["rounds"][0]["counts"] == [1, 2]
     # the projector's watch: one votes version for the cluster, moved by a vote on either
     counted = call(b, "votes_version", klass)["answer"]
     assert counted == call(a, "votes_version", klass)["answer"] == tally["answer"]["version"]
-    call(b, "vote", klass, "student-0001", 2, choices[1])
+    call(b, "vote", klass, students[1], 2, choices[1])
     assert call(a, "votes_version", klass)["answer"] != counted
     assert call(a, "votes_version", "00000000")["answer"] is None
     assert call(b, "reveal", klass, "a student's guess")["refused"].startswith("E_VALUE")
@@ -383,7 +388,7 @@ def test_votes_on_two_app_servers_add_up_on_the_classes_actor_and_outlive_a_rest
         assert call(restarted, "tally", klass, token)["answer"]["rounds"][0]["counts"] == [1, 2]
         call(restarted, "reveal", klass, token)
         assert call(restarted, "vote_again", klass, token)["answer"]["round"] == 2
-        call(b, "vote", klass, "student-0001", 2, choices[0])
+        call(b, "vote", klass, students[1], 2, choices[0])
         rounds = call(a, "rounds", klass, token)["answer"]
         assert [(r["round"], r["counts"], r["revealed"]) for r in rounds] == [
             (1, [1, 2], True), (2, [1, 0], False)]

@@ -574,3 +574,44 @@ def test_present_mode_on_induction_shows_the_best_heads_attention_then_the_head_
     assert "Head scores" in nxt["layout"]["title"]["text"] or "head" in nxt["layout"]["title"]["text"].lower()
     at.button(key="present_leave").click().run()
     assert "view" not in at.query_params
+
+
+def test_a_class_presented_from_loopback_says_no_phone_can_open_it_and_how_to_fix_it(
+        listening_on):
+    """Issue 42: the present panel's QR code is marked unreachable, and the exact command
+    that serves the room stands beside it; served for the room, neither shows."""
+    from test_app import lesson_page
+
+    listening_on("127.0.0.1")
+    teacher = lesson_page(lesson="positions", step="1")
+    teacher.button(key="learn_present").click().run()
+    assert not teacher.exception
+    assert "No phone can open this link" in teacher.warning[0].value
+    assert "listens on 127.0.0.1 only" in teacher.warning[0].value
+    assert "make run HOST=0.0.0.0" in [c.value for c in teacher.code]
+    captions = " ".join(i.caption for e in teacher.get("image") for i in e.proto.imgs)
+    assert "Unreachable: no phone can open this QR code" in captions
+    listening_on("0.0.0.0")
+    teacher.run()
+    captions = " ".join(i.caption for e in teacher.get("image") for i in e.proto.imgs)
+    assert not teacher.warning and "Scan to follow" in captions and "Unreachable" not in captions
+
+
+def test_make_run_prints_the_link_students_open_or_that_none_can():
+    """Issue 42: ``make run`` says, as it starts, the link for the room (or that the server
+    listens on this machine only, and the command that serves the room)."""
+    import subprocess
+
+    from stacklab.serve.links.share import lan_address
+
+    root = Path(__file__).parent.parent
+    for host, said in (("127.0.0.1", "no phone can open it. For a classroom: make run HOST="
+                        "0.0.0.0 PORT=8601"),
+                       ("0.0.0.0", f"students open http://{lan_address()}:8601")):
+        planned = subprocess.run(["make", "-n", "run", f"HOST={host}", "PORT=8601"], cwd=root,
+                                 capture_output=True, text=True, check=True).stdout
+        note = next(line for line in planned.splitlines() if "serving_note" in line)
+        printed = subprocess.run(note, shell=True, cwd=root, capture_output=True, text=True)
+        if lan_address() is None and host == "0.0.0.0":
+            said = "no network address found"
+        assert said in printed.stdout, (planned, printed)

@@ -25,6 +25,9 @@ class Clock:
         return self.now
 
 
+_ROOM: dict = {}  # the room's classes and class id, and the identities it issued
+
+
 @pytest.fixture
 def room():
     """A class on step 2 of ``positions`` whose teacher opened its vote, and its clock."""
@@ -32,6 +35,8 @@ def room():
     classes = Classes(ttl_seconds=3600, clock=clock)
     opened = classes.open("positions", 2)
     classes.open_vote(opened.id, opened.token, CHOICES)
+    _ROOM.clear()
+    _ROOM.update(classes=classes, id=opened.id)
     return classes, opened, clock
 
 
@@ -40,7 +45,11 @@ def counts(classes, opened) -> tuple[int, ...]:
 
 
 def voter(n: int) -> str:
-    return f"session-{n:06d}"
+    """Student ``n``'s voter identity, issued by the room's class as its page gets one (each
+    student on a phone of its own: an address each)."""
+    if n not in _ROOM:
+        _ROOM[n] = _ROOM["classes"].issue_voter(_ROOM["id"], f"10.0.{n // 250}.{n % 250}")
+    return _ROOM[n]
 
 
 def test_each_session_votes_once_and_its_last_vote_counts(room):
@@ -60,8 +69,10 @@ def test_each_session_votes_once_and_its_last_vote_counts(room):
     (lambda c, o: c.vote(o.id, voter(9), 1, CHOICES[0]), "step 1 is not the class's current"),
     (lambda c, o: c.vote(o.id, voter(9), "2", CHOICES[0]), "is not the class's current"),
     (lambda c, o: c.vote("00000000", voter(9), 2, CHOICES[0]), "class '00000000' has ended"),
-    (lambda c, o: c.vote(o.id, "x", 2, CHOICES[0]), "not a student session's vote token"),
-    (lambda c, o: c.vote(o.id, "<script>" * 3, 2, CHOICES[0]), "vote token"),
+    (lambda c, o: c.vote(o.id, "x", 2, CHOICES[0]), "not a voter this server issued"),
+    (lambda c, o: c.vote(o.id, "<script>" * 3, 2, CHOICES[0]), "not a voter this server"),
+    (lambda c, o: c.vote(o.id, "session-000009", 2, CHOICES[0]), "not a voter this server"),
+    (lambda c, o: c.vote(o.id, voter(9)[:-2] + "AA", 2, CHOICES[0]), "not a voter this"),
     (lambda c, o: c.vote(o.id, voter(9), 2, ["a list"]), "is not a choice"),
     (lambda c, o: c.reveal(o.id, "a student's guess"), "only the teacher's session"),
     (lambda c, o: c.vote_again(o.id, "a student's guess"), "only the teacher's session"),
@@ -154,8 +165,10 @@ def test_the_projector_counts_who_follows_now(room):
     clock.now += FOLLOWING_SECONDS + 1
     classes.follow(opened.id, voter(0))  # the others closed their tabs
     assert classes.tally(opened.id, opened.token).following == 1
-    with pytest.raises(StackError, match="vote token"):
-        classes.follow(opened.id, "../../etc")
+    for made_up in ("../../etc", "session-000001", voter(1)[:-1] + "x", None):
+        assert not classes.follow(opened.id, made_up).counted  # counts nothing
+    assert classes.follow(opened.id, voter(1)).counted
+    assert classes.tally(opened.id, opened.token).following == 2
     assert Classes.outlives_restart is False  # the page says a restart loses these votes
 
 
@@ -240,11 +253,46 @@ def test_a_forged_vote_from_a_page_is_said_on_it_and_counts_nothing():
     student = lesson_page(**{"class": teacher.session_state["class_id"]})
     teacher.button(key="learn_next").click().run()  # the student's page has not polled yet
     student.radio[0].set_value(student.radio[0].options[0]).run()
-    assert not student.exception
-    said = " ".join(e.value for e in student.error)
-    assert "step 1 is not the class's current step (2)" in said and "vote on the step" in said
+    assert not student.exception and not student.error  # what happened, never an error
+    said = " ".join(i.value for i in student.info)
+    assert "Your choice was not counted: step 1 is not the class's current step (2)" in said
+    assert "Step 2 of 3" in student.get("progress")[0].proto.text  # the page shows step 2
     counted = teacher.session_state  # the teacher's count of step 2: nobody voted
     assert "0 voted of 1 following" in shown_html(teacher.run()), counted
+
+
+def test_students_are_told_the_answer_and_their_closed_choices_say_why():
+    """After Reveal and the run's number, each following student's page says the answer is
+    out (the number, the choice it supports) and marks their own choice, with no tap; the
+    choices are closed with a reason; a vote that arrives after the reveal is said as what
+    happened. Before it, a greyed "Run the experiment" says why."""
+    from test_app import lesson_page
+
+    from ui import session
+
+    teacher = lesson_page(lesson="positions", step="1")
+    teacher.button(key="learn_present").click().run()
+    class_id, token = teacher.session_state["class_id"], teacher.session_state["class_token"]
+    right, wrong, silent = (lesson_page(**{"class": class_id}) for _ in range(3))
+    low, high = right.radio[0].options
+    right.radio[0].set_value(low).run()
+    wrong.radio[0].set_value(high).run()
+    assert wrong.button(key="learn_run").disabled
+    assert "once the teacher reveals the answer" in " ".join(c.value for c in wrong.caption)
+    session.classes().reveal(class_id, token)
+    late = silent.radio[0].set_value(low).run()  # its page had not polled the reveal yet
+    assert not late.error and "Your choice was not counted: the teacher revealed" in late.info[0].value
+    assert late.radio[0].disabled and "round 1's votes are closed" in late.info[1].value
+    session.classes().outcome(class_id, token, 0.12, low)
+    for page, mark in ((right, "✓ Right."), (wrong, "✗ Not this time."),
+                       (silent, "You did not vote in this round.")):
+        page.run()
+        said = " ".join(m.value for m in page.markdown)
+        assert "**The answer is out** (round 1): the run measured held-out accuracy **0.12**" in said
+        assert f"so *{low}*" in said and mark in said, said
+        assert page.radio[0].disabled and not page.error and not page.exception
+        assert not page.button(key="learn_run").disabled  # the run may be looked at now
+    assert wrong.radio[0].value == high and silent.radio[0].value is None  # as counted
 
 
 # --- the load scenario's own arithmetic (bench/loadtest_votes.py) ---------------------------
@@ -271,3 +319,27 @@ def test_the_load_scenario_times_each_vote_to_the_first_projector_read_that_coun
     assert bench.answer("the teacher revealed the answer of round 1") == "refused_closed"
     assert bench.answer("Your vote is in (round 2)") == "counted"
     assert bench.answer("a page with neither") == "failed"
+    assert bench.answer("Round 2: your choice goes to the class") == "ignored_stale"
+
+
+def test_a_late_change_from_round_one_counts_nothing_in_round_two():
+    """The double-change race (issue 42): a student's radio sends its round-1 change again,
+    and it arrives after the teacher pressed Vote again (the page still drawn at round 1).
+    It carries round 1, so round 2 stays at zero until the student chooses in it."""
+    from test_app import lesson_page
+
+    teacher = lesson_page(lesson="positions", step="1")
+    teacher.button(key="learn_present").click().run()
+    student = lesson_page(**{"class": teacher.session_state["class_id"]})
+    [choice] = student.radio
+    choice.set_value(choice.options[0]).run()
+    assert "Your vote is in (round 1)" in student.success[0].value
+    teacher.button(key="votes_again").click().run()
+    assert "0 voted of 1 following" in shown_html(teacher)
+    stale = student.radio[0]  # the page has not polled: still round 1's radio
+    stale.set_value(stale.options[1]).run()  # its late change, after the round was cleared
+    assert "0 voted of 1 following" in shown_html(teacher.run())
+    assert "Round 2" in student.info[0].value and student.radio[0].value is None
+    student.radio[0].set_value(student.radio[0].options[1]).run()  # chosen in round 2
+    assert "1 voted of 1 following" in shown_html(teacher.run())
+    assert "Your vote is in (round 2)" in student.success[0].value

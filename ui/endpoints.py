@@ -3,8 +3,9 @@ seconds, answered from what the server holds, with no script run.
 
 - ``GET /_stacklab/watch/class/ID``: the class's version (``"ended"`` once it has ended
   or never was), bumped when its teacher moves, opens a vote round or reveals one. The
-  follower's vote token (header `ui.watch.VOTER_HEADER`) counts the page as following,
-  for the projector's "N voted of M following".
+  follower's voter identity (header `ui.watch.VOTER_HEADER`) counts the page as following,
+  for the projector's "N voted of M following", and in the backpressure, when the server
+  issued it for this class (`stacklab.serve.voters`); a made-up one counts nothing.
 - ``GET /_stacklab/watch/votes/ID``: the class's votes version (`Classes.votes_version`:
   changed by each vote, by the number following and by the teacher's moves), which the
   teacher's projector watches to redraw its count; ``"ended"`` as above. It needs no
@@ -33,7 +34,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from stacklab import StackError
 from ui import live_run, polls, session
 from ui.encoding import takes_gzip
 from ui.watch import PREFIX, VOTER_HEADER
@@ -47,14 +47,13 @@ def _answer(version: str, follows: str) -> JSONResponse:
     return JSONResponse({"v": version, "every": polls.every(follows)}, headers=HEADERS)
 
 
-def _class_version(class_id: str, voter: str | None) -> tuple[str, float]:
+def _class_version(class_id: str, voter: str | None) -> tuple[str, float, bool]:
+    """The class's version, the CPU it took, and whether ``voter`` was counted: an identity
+    the server issued for this class (`Classes.follow`); any other header counts nothing."""
     started = time.thread_time()
-    try:
-        view = session.classes().follow(class_id, voter or None)
-    except StackError:  # a forged vote token: the class is read, nobody counted
-        view = session.classes().follow(class_id)
+    view = session.classes().follow(class_id, voter or None)
     version = "ended" if view is None else str(view.version)
-    return version, time.thread_time() - started
+    return version, time.thread_time() - started, bool(view and view.counted)
 
 
 def _votes_version(class_id: str) -> tuple[str, float]:
@@ -66,9 +65,10 @@ def _votes_version(class_id: str) -> tuple[str, float]:
 async def class_version(request: Request) -> JSONResponse:
     voter = request.headers.get(VOTER_HEADER)
     # in a thread: a class on the Ray cluster is a call to its actor
-    version, cpu = await run_in_threadpool(_class_version, request.path_params["class_id"],
-                                           voter)
-    polls.count(polls.follower_of(voter) if voter else "class", cpu)
+    version, cpu, counted = await run_in_threadpool(
+        _class_version, request.path_params["class_id"], voter)
+    if counted:  # the backpressure counts only issued identities that follow: made-up
+        polls.count(polls.follower_of(voter), cpu)  # headers widen nobody's interval
     return _answer(version, "class")
 
 

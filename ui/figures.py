@@ -30,10 +30,23 @@ def fitted(figure, columns: int = 1):
     return figures.fit_title(figure, figures.column_width(columns))
 
 
+# On a phone a chart is looked at, not handled: a still chart (no drag to zoom or pan, no
+# zoom by scrolling, no toolbar), so a swipe on it scrolls the page as a swipe anywhere
+# does; its numbers are in its caption and its text alternative. Elsewhere plotly's own.
+PHONE_CONFIG = {"displayModeBar": False, "scrollZoom": False, "doubleClick": False,
+                "staticPlot": True, "responsive": True}
+
+
+def config() -> dict:
+    """The plotly config of this session's charts: `PHONE_CONFIG` on a phone, else none."""
+    return dict(PHONE_CONFIG) if browsers.on_phone() else {}
+
+
 def chart(container, figure, key: str, columns: int = 1, score: str | None = None) -> None:
     """``figure`` as an interactive chart fitted to one of ``columns`` columns (`fitted`),
-    with its text alternative (its title, ``score`` and its numbers) as its accessible name."""
-    container.plotly_chart(fitted(figure, columns), key=key,
+    with its text alternative (its title, ``score`` and its numbers) as its accessible name;
+    on a phone a still one that a swipe scrolls past (`PHONE_CONFIG`)."""
+    container.plotly_chart(fitted(figure, columns), key=key, config=config(),
                            alt=figures.describe(figure, score))
 
 
@@ -47,7 +60,7 @@ def prepared_chart(container, prepared, key: str) -> None:
     this builds its element from the JSON directly where Streamlit allows
     (`ui.private_api.plotly_chart_json`)."""
     private_api.plotly_chart_json(container, prepared.spec, key=key, alt=prepared.alt,
-                                  height=prepared.height)
+                                  height=prepared.height, config=config())
 
 
 @functools.lru_cache(maxsize=16)

@@ -24,6 +24,8 @@ import itertools
 import streamlit as st
 
 VOTER_HEADER = "X-Stacklab-Voter"  # a follower's vote token: counted as following, never in a URL
+VOTER_COOKIE = "stacklab_voter_"  # + the class id: the browser keeps its voter identity there
+VOTER_COOKIE_SECONDS = 12 * 3600  # a school day: a reload or a rescan is the same voter
 
 # The one polling loop. ``%(kind)s`` is a function ``(data, root, rerun) -> {headers,
 # answered}``: ``answered(answer)`` handles one answer of the endpoint and says whether to
@@ -54,13 +56,19 @@ export default function (component) {
 """
 
 # rerun once the version differs from the one the fragment was drawn at
-VERSION_JS = """(data, root, rerun) => ({
-  headers: data.voter ? { "%(header)s": data.voter } : {},
-  answered: (answer) => {
-    if (answer.v !== data.version) { rerun(answer.v); return false; }
-    return true;
-  },
-})""" % {"header": VOTER_HEADER}
+# (with ``data.cookie``, the device's voter identity is first kept in the browser for a reload)
+VERSION_JS = """(data, root, rerun) => {
+  if (data.voter && data.cookie) {
+    document.cookie = `${data.cookie}=${data.voter}; path=/; max-age=%(keep)d; SameSite=Strict`;
+  }
+  return {
+    headers: data.voter ? { "%(header)s": data.voter } : {},
+    answered: (answer) => {
+      if (answer.v !== data.version) { rerun(answer.v); return false; }
+      return true;
+    },
+  };
+}""" % {"header": VOTER_HEADER, "keep": VOTER_COOKIE_SECONDS}
 
 
 def loop_js(kind: str) -> str:
@@ -79,7 +87,8 @@ _version = component("stacklab.watch", VERSION_JS, "<span hidden></span>")
 
 
 def follow(url: str, every: float, key: str, *, version: str | None = None,
-           voter: str | None = None, drawing=None, **data) -> None:
+           voter: str | None = None, cookie: str | None = None, drawing=None,
+           **data) -> None:
     """In the running fragment: ask ``url`` every ``every`` s (or as its answers say), and
     rerun this fragment when its version is no longer ``version`` (the fragment then decides
     what changed), or, with ``drawing`` (a component made by `component`, given ``data``),
@@ -91,4 +100,6 @@ def follow(url: str, every: float, key: str, *, version: str | None = None,
         data["version"] = str(version)
         if voter:
             data["voter"] = voter
+            if cookie:
+                data["cookie"] = cookie
     (drawing or _version)(data=data, key=key, on_changed_change=lambda: None)

@@ -72,12 +72,15 @@ def slide_bar(names: Sequence[str]) -> int:
 
 
 def figure_at_full_width(container, figure, key: str, columns: int = 1,
-                         score: str | None = None) -> None:
+                         score: str | None = None, height: int | None = None) -> None:
     """``figure`` made for a projector (`present_figure`: text 20 px or more, the title on
-    at most two lines) in ``container``, at the width of its column, with its text
-    alternative (`stacklab.figures.describe`, with ``score``) as its accessible name."""
-    container.plotly_chart(present_figure(figure, columns=columns), key=key,
-                           width="stretch" if columns > 1 else "content",
+    at most two lines) in ``container``, at the width of its column (``height`` px tall,
+    when given), with its text alternative (`stacklab.figures.describe`, with ``score``)
+    as its accessible name."""
+    shown = present_figure(figure, columns=columns)
+    if height is not None:
+        shown.update_layout(height=height)
+    container.plotly_chart(shown, key=key, width="stretch" if columns > 1 else "content",
                            alt=figures.describe(figure, score))
 
 
@@ -94,6 +97,8 @@ VOTES_CSS = """<style>
 .votes .count { font-size: 30px; margin-top: 4px; }
 .votes .run { font-size: 32px; margin-top: 18px; font-weight: 700; }
 .votes .voted { font-size: 40px; font-weight: 700; }
+.votes .question { font-size: 34px; font-weight: 700; line-height: 1.3; margin: 8px 0 4px 0; }
+.votes .measure { font-size: 28px; margin-bottom: 8px; }
 </style>"""
 
 
@@ -121,3 +126,11 @@ def voted_line(container, voted: int, following: int) -> None:
     """``12 voted of 30 following``, at the size of the projector's headline."""
     container.html(VOTES_CSS + f"<div class='votes'><div class='voted'>{voted} voted of "
                    f"{following} following</div></div>")
+
+
+def question_line(container, question: str, measure: str) -> None:
+    """The step's question at the projector's size, above the room's votes, and what the
+    choices are of (``measure``: "accuracy will be")."""
+    container.html(VOTES_CSS + f"<div class='votes' data-question><div class='question'>"
+                   f"{escape(' '.join(question.split())[:400])}</div><div class='measure'>"
+                   f"{escape(' '.join(measure.split())[:200])}:</div></div>")

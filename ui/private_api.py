@@ -56,19 +56,19 @@ except ImportError:
 
 
 def plotly_chart_json(container, spec: str, *, key: str, alt: str | None,
-                      height: int | None) -> None:
+                      height: int | None, config: dict | None = None) -> None:
     """A chart of ``spec`` (a plotly figure's JSON) in ``container`` (``st`` itself or a
     container), as ``st.plotly_chart`` shows that figure, without its per-session work:
     plotly's ``to_dict`` and ``to_json``, and the agent API's reading of that JSON."""
     if not BUILDS_CHARTS:  # the public way: the JSON read again, then serialised again
         container.plotly_chart(json.loads(spec), key=key, alt=alt or None,
-                               height=height or "content")
+                               height=height or "content", config=config or {})
         return
     container = container if isinstance(container, DeltaGenerator) else st._main  # st itself
     proto = PlotlyChartProto()
     proto.theme = "streamlit"
     proto.form_id = current_form_id(container)
-    proto.spec, proto.config = spec, "{}"
+    proto.spec, proto.config = spec, json.dumps(config or {})
     if alt:
         proto.alt = alt  # its text alternative, as ``st.plotly_chart(alt=...)`` sets it
     proto.id = compute_and_register_element_id(

@@ -37,6 +37,28 @@ _SCROLL_SCRIPT = """<script>
 </script>"""
 
 
+_HEADING_SCRIPT = """<script>
+(() => {
+  // after the page's rerun has laid it out: a heading out of view comes to the top
+  const until = Date.now() + 4000;
+  const scroll = () => {
+    const target = document.querySelector(%s);
+    if (!target) { if (Date.now() < until) setTimeout(scroll, 150); return; }
+    const top = target.getBoundingClientRect().top;
+    if (top < 0 || top > window.innerHeight / 2) target.scrollIntoView({block: "start"});
+  };
+  setTimeout(scroll, 300);
+})();
+</script>"""
+
+
+def heading_into_view(selector: str) -> None:
+    """Bring the heading at ``selector`` (the page's own, never user text) to the top of
+    the screen when it is out of view, once (a follower's page that moved with its teacher:
+    a phone scrolled down the last step would stay there)."""
+    st.html(_HEADING_SCRIPT % json.dumps(selector), unsafe_allow_javascript=True)
+
+
 def scroll_later(selector: str) -> None:
     """Ask the page's next full run to scroll the element at ``selector`` into view (a run
     that just finished: its heatmap, when it lies below the fold)."""

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui.follow import VOTER_HEADER, follow
+from ui.follow import VOTER_COOKIE, VOTER_HEADER, follow
 
-__all__ = ["PREFIX", "VOTER_HEADER", "endpoint", "watch"]
+__all__ = ["PREFIX", "VOTER_COOKIE", "VOTER_HEADER", "endpoint", "watch"]
 
 PREFIX = "/_stacklab/watch"  # the watch endpoints' paths (ui.endpoints), under the base URL path
 
@@ -40,7 +40,10 @@ def endpoint(*parts: str) -> str:
     return f"/{base}/{path}" if base else f"/{path}"
 
 
-def watch(url: str, version: str, every: float, key: str, voter: str | None = None) -> None:
+def watch(url: str, version: str, every: float, key: str, voter: str | None = None,
+          cookie: str | None = None) -> None:
     """In the running fragment: ask ``url`` every ``every`` s and rerun this fragment when
-    its version is no longer ``version`` (the fragment then decides what changed)."""
-    follow(url, every, key, version=version, voter=voter)
+    its version is no longer ``version`` (the fragment then decides what changed). A
+    ``voter`` identity goes with each ask (`VOTER_HEADER`) and, with ``cookie``, is kept
+    in the browser under that name (its page reads it back after a reload)."""
+    follow(url, every, key, version=version, voter=voter, cookie=cookie)

@@ -117,12 +117,16 @@ learn.markdown(f"{NUMBERS[len(LESSONS)] if len(LESSONS) < 10 else len(LESSONS)} 
                "papers' results.")
 learn.page_link("views/learn.py", label="Start the lessons", icon=":material/arrow_forward:")
 teach.subheader(":material/groups: Teach")
-teach.markdown("Set up an experiment on **Train** and press **Share with the class**: one "
-               "link (and its QR code) pins your settings. Every student on it watches the "
-               "same run, trained once, and the projector view shows its figure large. Or "
-               "open a lesson on **Learn** and press **Present this lesson to a class**: "
-               "students on its link follow your step.")
-teach.page_link("views/train.py", label="Set up a class on Train",
+FIRST_LESSON = next(iter(LESSONS))  # the lesson a teacher presents first
+teach.markdown("Open a lesson on **Learn** and press **Present this lesson to a class**: the "
+               "projector shows its step and a QR code; students who scan it follow your "
+               "Previous and Next on their phones, vote on the step's prediction, and see "
+               "the answer when you reveal it. Or set up an experiment on **Train** and press "
+               "**Share with the class**: every student on its link watches the same run, "
+               "trained once.")
+teach.page_link("views/learn.py", label="Present a lesson to a class",
+                icon=":material/co_present:", query_params={"lesson": FIRST_LESSON, "step": 1})
+teach.page_link("views/train.py", label="Share a run from Train",
                 icon=":material/arrow_forward:")
 research.subheader(":material/science: Build and research")
 research.markdown("Write any stack in the stack language on **Build** (shapes checked as you "

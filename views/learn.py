@@ -13,8 +13,9 @@ from ui.markdown import plain, show_error
 from views import learn_class, learn_upload, learn_votes
 
 state = session.PageState("learn", "lesson", "step", "predict", "guess", "predictions", "at",
-                          "jobs", "error")
+                          "jobs", "error", "shown")
 LINK_ROWS = tuple(LINK_VALUES[name] for name in urls.LESSON_VALUES)
+PROJECTED_HEIGHT = 560  # the figure beside the votes: whole on a 1920x1080 projector
 
 
 def go(lesson_id: str | None, number: int = 1) -> None:
@@ -122,18 +123,21 @@ def prediction(where: tuple, step) -> tuple[str | None, str]:
                                 where: {"predict": state["predict"], "guess": state["guess"]}}
 
     def keep_and_vote():
+        if followed is not None and followed.round and not learn_votes.send(
+                where[1], state["predict"], where[2]):
+            state["predict"] = None  # not counted: the choices show none picked
         keep()
-        if followed is not None and followed.round:
-            learn_votes.send(where[1], state["predict"])
 
     st.markdown(f"**Predict.** {plain(step.question, 400)}")
     guess = st.text_input("Your answer, in your own words", key=state.key("guess"),
                           on_change=keep, placeholder="optional: what do you expect, and why?")
+    closed = learn_votes.closed(followed)  # revealed: the round's choices take no votes
     chosen = st.radio(f"And the number: {plain(step.expect.label, 200)} will be", options(step),
                       index=None, key=state.key("predict"), on_change=keep_and_vote,
-                      horizontal=True)
+                      horizontal=True, disabled=closed,
+                      help="Closed: the teacher revealed the answer" if closed else None)
     if followed is not None:
-        learn_votes.student_line(followed, where[1])
+        learn_votes.student_line(followed, where[1], step.expect.label)
     return chosen, guess
 
 
@@ -167,15 +171,28 @@ def step_job(where: tuple):
     return pool.get(owner, job_id) if job_id is not None else None
 
 
-def show_outcome(step, job, predicted: str | None, guess: str) -> None:
+def show_outcome(step, job, predicted: str | None, guess: str, on_projector: bool = False) -> None:
     """The run's number (the step's condition, checked), the prediction against it, why
-    and what to try next, beside the figure that matters."""
+    and what to try next, beside the figure that matters; on the class's projector, the
+    figure first, at projector size, and the words under it."""
     try:
         held, value, sentence = check(step, job.run)
     except StackError as err:
         show_error(err)
         return
-    words, picture = st.columns([2, 3], gap="medium")
+    try:
+        drawn = next((f for f in job.figures() if f.key == step.figure), None)
+    except StackError as err:
+        show_error(err)
+        drawn = None
+    key = f"learn_figure_{job.id}_{step.figure}"
+    if on_projector:
+        picture, words = st.container(key="learn_projected_figure"), st.container()
+        if drawn is not None:
+            present.figure_at_full_width(picture, drawn.figure, key, columns=2,
+                                         score=drawn.score, height=PROJECTED_HEIGHT)
+    else:
+        words, picture = st.columns([2, 3], gap="medium")
     verdict = "the expected outcome held" if held else "the expected outcome did NOT hold"
     (words.success if held else words.warning)(
         f"**{plain(sentence, 300)}**: {verdict}.",
@@ -191,16 +208,10 @@ def show_outcome(step, job, predicted: str | None, guess: str) -> None:
     words.markdown(f"**Why.** {plain(fill(step.answer, step.expect, record), 1500)}")
     words.info(f"**Try this next.** {plain(fill(step.try_next, step.expect, record), 800)}",
                icon=":material/lightbulb:")
-    try:
-        drawn = next((f for f in job.figures() if f.key == step.figure), None)
-    except StackError as err:
-        show_error(err)
-        drawn = None
-    if drawn is not None:  # the chart first, beside the outcome; its caption under it
+    if drawn is not None and not on_projector:  # the chart beside the outcome, caption under
         picture.markdown(f"**{plain(drawn.title, 200)}**"
                          + (f" — {plain(drawn.score, 300)}" if drawn.score else ""))
-        figures.chart(picture, drawn.figure, f"learn_figure_{job.id}_{step.figure}", columns=2,
-                      score=drawn.score)
+        figures.chart(picture, drawn.figure, key, columns=2, score=drawn.score)
         picture.markdown(plain(drawn.caption, 1000))
         glossary.show_terms(picture, drawn.key, drawn.caption)
 
@@ -258,6 +269,21 @@ def step_navigation(lesson, number: int) -> None:
                           "whose students follow your Previous and Next")
 
 
+def run_button(where: tuple, step, predicted: str | None) -> None:
+    """Run the experiment; greyed, with the reason beside it, before the learner predicts
+    or, in class, before the teacher reveals the answer."""
+    voting = followed is not None and followed.voting  # the teacher reveals it first
+    why = ("In class, the run comes once the teacher reveals the answer." if voting else
+           "Predict first: the run then answers your prediction."
+           if predicted is None and not learn_votes.closed(followed) else None)
+    button, reason = st.columns([1, 2], vertical_alignment="center")
+    button.button("Run the experiment", type="primary", icon=":material/play_arrow:",
+                  key="learn_run", disabled=why is not None, on_click=run_step,
+                  args=(where, step), help=why or "Runs this step on the shared workers")
+    if why is not None:
+        reason.caption(why)
+
+
 def step_view(lesson, step, number: int) -> None:
     """The step: its text, the prediction, the run and its outcome; then the navigation
     (none for a student following the teacher: the teacher moves)."""
@@ -265,26 +291,27 @@ def step_view(lesson, step, number: int) -> None:
     if not presenting and followed is None:
         st.button("All lessons", icon=":material/arrow_back:", key="learn_back", on_click=go,
                   args=(None,), type="tertiary")
-    st.header(plain(lesson.title, 200))
-    learn_upload.unchecked_note(lesson)
-    st.progress(number / len(lesson.steps),
-                text=f"Step {number} of {len(lesson.steps)}: **{plain(step.title, 200)}**")
+    with st.container(key="learn_step_head"):
+        st.header(plain(lesson.title, 200))
+        learn_upload.unchecked_note(lesson)
+        st.progress(number / len(lesson.steps),
+                    text=f"Step {number} of {len(lesson.steps)}: **{plain(step.title, 200)}**")
+    if followed is not None and state.get("shown") not in (None, where):
+        scripts.heading_into_view(".st-key-learn_step_head")  # moved with the teacher
+    state["shown"] = where
     st.markdown(plain(step.text, 1500))
     glossary.show_new_terms(st, lesson, number)
     with st.expander("The stack this step trains"):
         st.code(step.source, language=None)
-    revealed = True
+    revealed, beside = True, None
     if teacher and presenting:  # the room votes first; Reveal runs the step
         predicted, guess = None, ""
-        revealed = learn_votes.projector(options(step), lambda: run_step(where, step),
-                                         lambda: measured(where, step))
+        revealed, beside = learn_votes.projector(
+            step.question, step.expect.label, options(step), lambda: run_step(where, step),
+            lambda: measured(where, step))
     else:
         predicted, guess = prediction(where, step)
-        voting = followed is not None and followed.voting  # the teacher reveals it first
-        st.button("Run the experiment", type="primary", icon=":material/play_arrow:",
-                  key="learn_run", disabled=predicted is None or voting, on_click=run_step,
-                  args=(where, step), help="Predict first: then the run answers your prediction"
-                  + (" (in class: once the teacher has revealed it)" if voting else ""))
+        run_button(where, step, predicted)
     if "error" in state:
         show_error(state["error"])
     job = step_job(where)
@@ -299,14 +326,15 @@ def step_view(lesson, step, number: int) -> None:
         if now.active or now.status != Status.FINISHED:
             show_progress(now)
         elif current.run is not None:
-            show_outcome(step, current, predicted, guess)
+            show_outcome(step, current, predicted, guess, on_projector=teacher and presenting)
         if started is not None and started.active and not now.active:
             st.rerun()  # the run ended: draw the outcome, stop polling
         if now.active:
             live_run.follow_run(current, key="learn_follow")  # rerun as the run moves on
 
     if revealed:  # a class's projector shows no answer before its teacher reveals it
-        result()
+        with beside if beside is not None else st.container():  # the projector: by the votes
+            result()
     if followed is None:
         st.divider()
         step_navigation(lesson, number)

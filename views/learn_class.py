@@ -11,16 +11,17 @@ import streamlit as st
 
 from stacklab import StackError
 from ui import polls, session, urls
-from ui.watch import endpoint, watch
-from ui.lab import LINK_VALUES, ClassView, new_voter_token, qr_png, write_values
+from ui.watch import VOTER_COOKIE, endpoint, watch
+from ui.lab import LINK_VALUES, ClassView, qr_png, write_values
 from ui.markdown import show_error
-from views.share_panel import reachable_address
+from views.share_panel import UNREACHABLE_QR, reachable_address, unreachable
 
 state = session.PageState("class", "id", "token", "following", "ended", "qr", "problem",
                           "voter", "rounds")
 
 POLL_SECONDS = polls.CLASS_SECONDS  # a student follows the teacher within one of these
 HEARTBEAT_SECONDS = 60.0  # an idle teacher's page still says it is there (the TTL is minutes)
+NO_IDENTITY = "no voter identity yet"  # a watch version no class has: the page reruns and asks
 
 
 def teaching() -> bool:
@@ -37,8 +38,13 @@ def teaching() -> bool:
 
 
 def present_to_class(lesson_id: str, number: int) -> None:
-    """Open a class on this step and present it: the token stays in this session."""
-    opened = session.classes().open(lesson_id, number)
+    """Open a class on this step and present it: the token stays in this session. A server
+    at its cap of classes (each with its teacher here) refuses: the page says so."""
+    try:
+        opened = session.classes().open(lesson_id, number, opener=session.owner())
+    except StackError as err:  # the server's cap of classes: said as it is, with its fix
+        state["problem"] = err
+        return
     state["id"], state["token"], state["following"] = opened.id, opened.token, False
     state.pop("ended")
     state.pop("problem")
@@ -82,12 +88,23 @@ def following() -> bool:
     return bool(state.get("following"))
 
 
-def voter() -> str:
-    """This session's vote token: random, made once, never shown and never written out, so
-    a class counts one vote per session and knows no name."""
-    if not state.get("voter"):
-        state["voter"] = new_voter_token()
-    return state["voter"]
+def voter() -> str | None:
+    """This device's voter identity in the class it follows: the one its browser kept (a
+    cookie per class, `ui.watch.VOTER_COOKIE`, so a reload or a second scan of the QR code
+    is the same voter), else a new one the server issues (`Classes.issue_voter`: signed, no
+    name in it, never shown). None while the server issues none to this device's address
+    (many joined from it at once): the page asks again at its next run."""
+    class_id = state.get("id")
+    kept = state.get("voter")
+    if kept and kept[0] == class_id:
+        return kept[1]
+    classes = session.classes()
+    cookie = st.context.cookies.get(VOTER_COOKIE + str(class_id))
+    token = (cookie if cookie and classes.is_voter(class_id, cookie)
+             else classes.issue_voter(class_id, st.context.ip_address))
+    if token:
+        state["voter"] = (class_id, token)
+    return token
 
 
 def followed() -> ClassView | None:
@@ -155,8 +172,9 @@ def poll(version: int, every: float) -> None:
         now = session.classes().follow(state["id"], voter())
     if now is None or now.version != version or polls.every("class") != every:
         st.rerun()
-    watch(endpoint("class", state["id"]), str(version), every, key="class_watch",
-          voter=voter())
+    identity = voter()  # none yet (its address had its share): asked again at the interval
+    watch(endpoint("class", state["id"]), str(version) if identity else NO_IDENTITY, every,
+          key="class_watch", voter=identity, cookie=VOTER_COOKIE + state["id"])
 
 
 def class_link() -> str:
@@ -167,15 +185,16 @@ def class_link() -> str:
 def class_panel(container) -> None:
     """Beside the teacher's slide: the class link, its QR code, and ending the class."""
     link = class_link()
+    address = reachable_address()
     with container:
         st.markdown("**The class follows this page**")
+        if address.warning:  # before the QR code: a room cannot open it
+            unreachable(address)
         qr = state.cached("qr", link, lambda: qr_png(link, scale=8))
-        st.image(qr, width="stretch", caption="Scan to follow: Previous and Next move everyone",
+        st.image(qr, width="stretch", caption=UNREACHABLE_QR if address.warning else
+                 "Scan to follow: Previous and Next move everyone",
                  alt=f"QR code of the class link {link}")
         st.code(link, language=None, wrap_lines=True)
-        address = reachable_address()
-        if address.warning:
-            st.caption(address.warning.split(" Restart it")[0] + ".")
         st.button("End the class", key="class_end", on_click=end_class,
                   icon=":material/stop_circle:", width="stretch")
         heartbeat()
@@ -194,8 +213,11 @@ def teacher_bar() -> None:
 
 
 def show_problem() -> None:
-    if state.get("problem"):
-        show_error(StackError("E_VALUE", state.pop("problem"),
+    problem = state.pop("problem", None)
+    if isinstance(problem, StackError):
+        show_error(problem)
+    elif problem:
+        show_error(StackError("E_VALUE", problem,
                               hint="present the lesson again to open a new class"))
 
 

@@ -23,38 +23,80 @@ ROUNDS_SHOWN = 2  # the rounds side by side: before and after the discussion
 
 # -- a student's vote ---------------------------------------------------------------------
 
-def send(number: int, choice: str | None) -> None:
-    """The student picked ``choice`` on step ``number``: it goes to the class (the last
-    vote counts); a refusal is said under the choices."""
+def send(number: int, choice: str | None, in_round: int | None = None) -> bool:
+    """The student picked ``choice`` on step ``number`` in round ``in_round`` (the round
+    the page showed): it goes to the class (the last vote counts; one cast in a round that
+    is over counts nothing). Whether it counted: a refusal is kept for `student_line`,
+    which says what happened."""
+    voter = learn_class.voter()
     if choice is None:
-        return
+        return False
+    if voter is None:
+        state["problem"] = StackError(
+            "E_VALUE", "this device has no voter identity yet: many devices joined from its "
+            "network at once", node="the vote", hint="pick your choice again in a few seconds")
+        return False
     try:
-        counted_in = session.classes().vote(learn_class.state["id"], learn_class.voter(),
-                                            number, choice)
+        counted_in = session.classes().vote(learn_class.state["id"], voter, number, choice,
+                                            in_round)
     except StackError as err:
         state["problem"] = err
-        return
-    state["sent"] = (number, counted_in, choice)
+        return False
+    if counted_in:
+        state["sent"] = (number, counted_in, choice)
     state.pop("problem")
+    return bool(counted_in)
 
 
-def student_line(view: ClassView, number: int) -> None:
-    """Under a following student's choices: whether their vote is in, in which round."""
+def closed(view: ClassView | None) -> bool:
+    """Whether the class's round on the step on show takes no more votes (revealed)."""
+    return view is not None and view.round > 0 and not view.voting
+
+
+def student_line(view: ClassView, number: int, label: str) -> None:
+    """Under a following student's choices: whether their vote is in, in which round; once
+    the teacher revealed, that the answer is out, the run's number (``label``: what it
+    measures) and the choice it supports, and whether the student's own choice was right.
+    A vote the class refused (the teacher revealed or moved on first) is said as what
+    happened, never as an error."""
     if view.round == 0:
         return
-    if state.get("problem") is not None:
-        show_error(state.pop("problem"))
+    refused = state.pop("problem") if state.get("problem") is not None else None
+    if refused is not None:
+        (st.warning if "votes a second" in refused.message else st.info)(
+            f"Your choice was not counted: {plain(refused.message, 200)}.",
+            icon=":material/info:")
     sent = state.get("sent")
-    if sent is not None and sent[:2] == (number, view.round):
-        st.success(f"Your vote is in (round {view.round}): *{plain(sent[2], 100)}*. Only you "
+    mine = view.mine or (sent[2] if sent is not None and sent[:2] == (number, view.round)
+                         else None)
+    if view.answered:
+        told(view, label, mine)
+    elif not view.voting:
+        st.info(f"The teacher revealed the answer: round {view.round}'s votes are closed. "
+                "The run's number shows here as soon as it is in.",
+                icon=":material/hourglass_top:")
+    elif mine is not None:
+        st.success(f"Your vote is in (round {view.round}): *{plain(mine, 100)}*. Only you "
                    "see your choice; the projector shows how many chose each.",
                    icon=":material/how_to_vote:")
-    elif view.voting:
+    else:
         again = " again, after talking it over with your neighbour" if view.round > 1 else ""
         st.info(f"Round {view.round}: your choice goes to the class as you pick it{again}.",
                 icon=":material/how_to_vote:")
-    else:
-        st.caption("The teacher revealed the answer: this round's votes are closed.")
+
+
+def told(view: ClassView, label: str, mine: str | None) -> None:
+    """The answer is out: the run's number, the choice it supports, the student's mark."""
+    with st.container(border=True, key="votes_told"):
+        st.markdown(f"**The answer is out** (round {view.round}): the run measured "
+                    f"{plain(label, 200)} **{view.value:.2f}**, so *{plain(view.supported, 100)}*.")
+        if mine is None:
+            st.markdown("You did not vote in this round.")
+        elif mine == view.supported:
+            st.markdown(f"**✓ Right.** You chose *{plain(mine, 100)}*.")
+        else:
+            st.markdown(f"**✗ Not this time.** You chose *{plain(mine, 100)}*.")
+        st.caption("Your choices are closed until the teacher asks the room to vote again.")
 
 
 # -- the projector ---------------------------------------------------------------------------
@@ -63,20 +105,31 @@ def _class() -> tuple[str, str]:
     return learn_class.state["id"], learn_class.state["token"]
 
 
-def projector(choices: tuple[str, ...], reveal, measured) -> bool:
-    """The teacher's view of the room's votes on the step on show: round 1 opens on it, the
-    live count (`count`), Reveal (``reveal()`` runs the step) and Vote again. Whether the
-    latest round is revealed (then the page shows the run's outcome). ``measured()`` is the
-    run's number and the choice it supports once the run is in, else None."""
+def projector(question: str, label: str, choices: tuple[str, ...], reveal, measured):
+    """The teacher's view of the room's votes on the step on show: the step's question
+    above them, round 1 opened on it, the live count (`count`), Reveal (``reveal()`` runs
+    the step) and Vote again. Returns whether the latest round is revealed (then the page
+    shows the run's outcome) and the column beside the votes to show it in, so that the
+    figure is on screen with the votes. ``measured()`` is the run's number and the choice
+    it supports once the run is in, else None."""
     try:
         session.classes().open_vote(*_class(), choices)
         latest = session.classes().tally(*_class()).latest
     except StackError as err:  # the class has ended: the page says so at its next run
         show_error(err)
-        return True
-    count(measured)
-    reveal_column, again_column, note = st.columns([1, 1, 2], vertical_alignment="center")
-    if not latest.revealed:
+        return True, None
+    present.question_line(st, question, f"{label} will be")
+    votes, beside = (st.columns(2, gap="large") if latest.revealed else (st.container(), None))
+    with votes:
+        count(measured)
+        buttons(latest.revealed, reveal)
+    return latest.revealed, beside
+
+
+def buttons(revealed: bool, reveal) -> None:
+    """Reveal (before it), Vote again, and where the votes live."""
+    reveal_column, again_column = st.columns(2, vertical_alignment="center")
+    if not revealed:
         reveal_column.button("Reveal the answer", key="votes_reveal", type="primary",
                              icon=":material/visibility:", on_click=_reveal, args=(reveal,),
                              width="stretch", help="Closes this round's votes and runs the step")
@@ -84,11 +137,10 @@ def projector(choices: tuple[str, ...], reveal, measured) -> bool:
                         on_click=_again, width="stretch",
                         help="A new round on this step, after a discussion: both rounds show "
                              "side by side")
-    note.caption("The votes outlive a restart of this app server (the Ray cluster keeps them)."
-                 if session.classes().outlives_restart else
-                 "The votes live in this app server's memory: a restart loses them. Download "
-                 "them (CSV) before restarting it.")
-    return latest.revealed
+    st.caption("The votes outlive a restart of this app server (the Ray cluster keeps them)."
+               if session.classes().outlives_restart else
+               "The votes live in this app server's memory: a restart loses them. Download "
+               "them (CSV) before restarting it.")
 
 
 def _reveal(reveal) -> None:
@@ -106,7 +158,7 @@ def count(measured) -> None:
     many follow; after Reveal, the run's number beside the vote once the run is in.
 
     The page watches the class's votes version (`ui.watch`, asked every
-    `ui.polls.VOTES_SECONDS` without a script run) and this fragment reruns only when a
+    `ui.polls.every("votes")` without a script run) and this fragment reruns only when a
     vote came in or the number following changed; between Reveal and the run's number,
     at each interval (the run is this page's, not the class's)."""
     try:
@@ -120,7 +172,7 @@ def count(measured) -> None:
         return
     waiting = tally.latest.revealed and tally.latest.value is None
     watch(endpoint("votes", learn_class.state["id"]), WAITING if waiting else tally.version,
-          polls.VOTES_SECONDS, key="votes_watch")
+          polls.every("votes"), key="votes_watch")
     with st.container(key="votes_count"):
         present.voted_line(st, tally.latest.voted, tally.following)
         shown = tally.rounds[-ROUNDS_SHOWN:]
@@ -155,10 +207,29 @@ def download(container, key: str) -> None:
     """The class's votes as CSV (counts only, no student), made when pressed."""
     kept = learn_class.state.get("rounds")
     class_id = learn_class.state.get("id") or (kept[0] if kept else None)
-    container.download_button("Download the votes (CSV)", key=key,
-                              data=lambda: votes_csv(class_rounds()[1]),
+    container.download_button("Download the votes (CSV)", key=key, data=csv_maker(),
                               file_name=f"class-{class_id or 'votes'}.csv",
                               mime="text/csv", icon=":material/download:", on_click="ignore")
+
+
+def csv_maker():
+    """What makes the CSV when the button is pressed. Streamlit calls it outside this
+    session's script (no session state there), so it is made here holding what it needs:
+    the classes, this class's id and token (its votes up to the click), and the rounds kept
+    when the teacher ended it."""
+    classes = session.classes()
+    class_id, token = learn_class.state.get("id"), learn_class.state.get("token")
+    kept = (learn_class.state.get("rounds") or (None, ()))[1]
+
+    def make() -> str:
+        if token:
+            try:
+                return votes_csv(classes.rounds(class_id, token))
+            except StackError:
+                pass  # the class ended since the page ran: its kept rounds
+        return votes_csv(kept)
+
+    return make
 
 
 def after_class(container) -> None:

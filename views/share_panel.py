@@ -32,6 +32,23 @@ def reachable_address():
                                                   address.fix)
 
 
+UNREACHABLE_QR = ("Unreachable: no phone can open this QR code until the server listens on "
+                  "the room's network")
+
+
+def unreachable(address) -> None:
+    """What a teacher sees where the link cannot reach the room (a server on loopback
+    only, or no network): why, and the exact command that fixes it."""
+    room = (address.fix or "").startswith("make run")
+    said = address.warning.split(" Restart it")[0].rstrip(".")
+    st.warning(f"**No phone can open this link.** {said}." + (" Restart it for the room:" if room
+               else ""), icon=":material/wifi_off:")
+    st.code(restart_hint(server_port()) if room else address.fix, language="bash")
+    addresses = network_addresses()
+    st.caption("This machine's network addresses: " + (", ".join(
+        f"`{a}`" for a in addresses) if addresses else "none found (`hostname -I`)"))
+
+
 def server_port() -> int:
     return int(st.get_option("server.port") or 8501)
 
@@ -61,7 +78,8 @@ def share_dialog(job) -> None:
         return
     qr = _qr(link)
     if qr is not None:
-        qr_col.image(qr, width="stretch", caption="Scan with a phone's camera to open the link",
+        qr_col.image(qr, width="stretch", caption=UNREACHABLE_QR if address.warning else
+                     "Scan with a phone's camera to open the link",
                      alt=f"QR code of the class link {link}")
     else:  # the link still works; only its picture cannot be made
         qr_col.info(f"This link is {len(link):,} characters long, more than a QR code holds, "
@@ -70,12 +88,7 @@ def share_dialog(job) -> None:
                     icon=":material/qr_code:")
     with words_col:
         if address.warning:
-            st.warning(address.warning.split(" Restart it")[0] + ". Restart it for the room:",
-                       icon=":material/wifi_off:")
-            st.code(restart_hint(server_port()), language="bash")
-            addresses = network_addresses()
-            st.caption("This machine's network addresses: " + (", ".join(
-                f"`{a}`" for a in addresses) if addresses else "none found (`hostname -I`)"))
+            unreachable(address)
         if job is not None:
             watching(job)
         st.toggle("Present mode", value=session.presenting(), key=train_state.key("present"),

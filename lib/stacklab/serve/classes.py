@@ -41,17 +41,23 @@ from typing import Callable
 
 from ..core.errors import StackError, shown
 from .limits import SESSION_TTL_SECONDS
-from .votes import Round, Tally, Votes, voter_token
+from .voters import Voters
+from .votes import Round, Tally, Votes
 
 CLASS_ID_CHARS = 8  # the class's id in the students' link: short, for a QR code
-MAX_CLASSES = 256  # open classes on one server; the oldest idle one goes first beyond it
+MAX_CLASSES = 256  # open classes on one server; past it, the longest unseen teacher's goes
+TEACHER_HERE_SECONDS = 5 * 60  # a class whose teacher was seen this recently is never ended
+# to make room (a teacher's page says it is there every minute): at the cap a new one is refused
+CLASSES_PER_OPENER = 3  # classes one browser may keep open; a 4th ends its own oldest
 
 
 @dataclass(frozen=True)
 class ClassView:
     """What a student's page reads: the lesson, the current step, ``version`` (bumped at
     every move, round and reveal, so a page redraws only when the teacher did something),
-    the step's vote round (0: it asks none) and whether that round takes votes."""
+    the step's vote round (0: it asks none) and whether that round takes votes; once the
+    teacher revealed it and the run is in, the run's number (``value``) and the choice it
+    supports; and ``mine``, the asking student's own choice in that round (None: no vote)."""
 
     id: str
     lesson: str
@@ -59,6 +65,15 @@ class ClassView:
     version: int
     round: int = 0
     voting: bool = False
+    value: float | None = None
+    supported: str | None = None
+    mine: str | None = None
+    counted: bool = False  # the follower named was an identity this server issued: counted
+
+    @property
+    def answered(self) -> bool:
+        """The teacher revealed this round and the run's answer is in."""
+        return self.round > 0 and not self.voting and self.supported is not None
 
 
 @dataclass(frozen=True)
@@ -83,11 +98,18 @@ class Class:
     voted: int = 0  # votes accepted and outcomes written: the projector's count changed
     seen: float = 0.0
     votes: Votes = field(default_factory=Votes)
+    opener: str = ""  # the browser that opened it (`Classes.open`'s ``opener``)
 
-    def view(self) -> ClassView:
+    def view(self, follower: str | None = None) -> ClassView:
+        """What ``follower`` (an identity this server issued, or None) reads of the class."""
         ballot = self.votes.current(self.lesson, self.step)
-        return ClassView(self.id, self.lesson, self.step, self.version,
-                         ballot.round if ballot else 0, bool(ballot and not ballot.revealed))
+        counted = follower is not None
+        if ballot is None:
+            return ClassView(self.id, self.lesson, self.step, self.version, counted=counted)
+        return ClassView(self.id, self.lesson, self.step, self.version, ballot.round,
+                         not ballot.revealed, ballot.value if ballot.revealed else None,
+                         ballot.supported if ballot.revealed else None,
+                         ballot.chosen.get(follower) if counted else None, counted)
 
     def votes_version(self, now: float) -> str:
         """What the projector shows changed when this changed: a move, round or reveal (the
@@ -102,14 +124,19 @@ class Classes:
     outlives_restart = False  # in this server's memory: a restart loses its classes and votes
 
     def __init__(self, ttl_seconds: float = SESSION_TTL_SECONDS,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, secret: bytes | None = None):
         self.ttl_seconds = ttl_seconds
         self._clock = clock
         self._lock = threading.Lock()
         self._classes: dict[str, Class] = {}
+        self._voters = Voters(secret)  # the secret: ``STACKLAB_SECRET``, else this process's
 
-    def open(self, lesson: str, step: int = 0) -> Opened:
-        """Open a class presenting ``lesson`` at ``step``: its id and presenter token."""
+    def open(self, lesson: str, step: int = 0, opener: str | None = None) -> Opened:
+        """Open a class presenting ``lesson`` at ``step``: its id and presenter token.
+        ``opener`` names the browser that opens it: it keeps `CLASSES_PER_OPENER` classes
+        at most (a new one ends its own oldest). Past `MAX_CLASSES`, the class whose teacher
+        was seen longest ago ends, never one whose teacher was seen within
+        `TEACHER_HERE_SECONDS`: then the new class is refused (``E_VALUE``, said on the page)."""
         lesson = str(lesson).strip()
         if not lesson:
             raise StackError("E_VALUE", "a class needs the lesson it presents",
@@ -117,16 +144,46 @@ class Classes:
         token = secrets.token_urlsafe(16)
         with self._lock:
             self._forget_idle_locked()
+            self._make_room_locked(str(opener or ""))
             while True:
                 class_id = secrets.token_hex(CLASS_ID_CHARS // 2)
                 if class_id not in self._classes:
                     break
-            if len(self._classes) >= MAX_CLASSES:  # the longest unseen teacher's class goes
-                oldest = min(self._classes.values(), key=lambda c: c.seen)
-                del self._classes[oldest.id]
             self._classes[class_id] = Class(class_id, lesson, token, _step(step),
-                                            seen=self._clock())
+                                            seen=self._clock(), opener=str(opener or ""))
         return Opened(class_id, token)
+
+    def _make_room_locked(self, opener: str) -> None:
+        now = self._clock()
+        if opener:
+            own = sorted((c for c in self._classes.values() if c.opener == opener),
+                         key=lambda c: c.seen)
+            for ended in own[:max(0, len(own) - CLASSES_PER_OPENER + 1)]:
+                del self._classes[ended.id]
+        if len(self._classes) < MAX_CLASSES:
+            return
+        oldest = min(self._classes.values(), key=lambda c: c.seen)
+        if now - oldest.seen <= TEACHER_HERE_SECONDS:
+            raise StackError("E_VALUE", f"this server has {MAX_CLASSES} classes open, each "
+                             f"with its teacher here in the last {TEACHER_HERE_SECONDS // 60} "
+                             "minutes: it opens no more now", node="the class",
+                             hint="end a class you no longer present, or try again in a few "
+                                  "minutes (a class whose teacher left makes room)")
+        del self._classes[oldest.id]
+
+    def issue_voter(self, class_id: str, address: str | None) -> str | None:
+        """A new voter identity for a device at ``address`` that follows ``class_id``
+        (`stacklab.serve.voters`), or None when the class has ended or that address has had
+        its share of new identities for now (its page asks again at its next poll)."""
+        with self._lock:
+            self._forget_idle_locked()
+            if str(class_id) not in self._classes:
+                return None
+            return self._voters.issue(str(class_id), address, self._clock())
+
+    def is_voter(self, class_id: str, voter: object) -> bool:
+        """Whether ``voter`` is an identity this server issued for ``class_id``."""
+        return self._voters.check(voter, str(class_id))
 
     def move(self, class_id: str, token: str, step: int, lesson: str | None = None) -> ClassView:
         """Move the class to ``step`` (and ``lesson``, when the teacher changes lesson); only
@@ -151,14 +208,18 @@ class Classes:
 
     def follow(self, class_id: str, follower: str | None = None) -> ClassView | None:
         """What a student's page shows at each poll: the class's lesson and step, or None
-        when it has ended (its teacher gone for the TTL) or never was. A ``follower`` (the
-        session's vote token) is counted as following for the projector's "of N"."""
+        when it has ended (its teacher gone for the TTL) or never was. A ``follower`` that
+        is a voter identity issued for this class is counted as following (the projector's
+        "of N"; ``counted`` in the answer); any other counts nothing."""
         with self._lock:
             self._forget_idle_locked()
             found = self._classes.get(str(class_id))
-            if found is not None and follower is not None:
-                found.votes.follow(voter_token(follower), self._clock())
-            return None if found is None else found.view()
+            if found is None:
+                return None
+            counted = follower is not None and self._voters.check(follower, found.id)
+            if counted:
+                found.votes.follow(follower, self._clock())
+            return found.view(follower if counted else None)
 
     # -- votes (peer instruction) --------------------------------------------------------
 
@@ -172,25 +233,32 @@ class Classes:
                 found.version += 1
             return found.view()
 
-    def vote(self, class_id: str, voter: str, step: int, choice: str) -> int:
-        """A student's ``choice`` on ``step``: the round it counts in. Refused with
-        ``E_VALUE`` (nothing counted) for a class that has ended, a step that is not the
-        class's current one, a choice it does not offer, a flood or a voter too many."""
-        voter = voter_token(voter)
+    def vote(self, class_id: str, voter: str, step: int, choice: str,
+             in_round: int | None = None) -> int:
+        """A student's ``choice`` on ``step``, cast in round ``in_round`` (the round the
+        page showed; None: the current one): the round it counts in, 0 when ``in_round`` is
+        over (a late widget value counts nothing). Refused with ``E_VALUE`` (nothing
+        counted) for a voter identity this server did not issue for the class, a class that
+        has ended, a step that is not the class's current one, a choice it does not offer, a
+        flood or a voter too many."""
         with self._lock:
             found = self._classes.get(str(class_id))
             if found is None:
                 named = f"class {shown(class_id, 20)}"
                 raise StackError("E_VALUE", f"{named} has ended (or never was): the vote counts "
                                  "nothing", node=named, hint="open the class link your teacher shows")
+            if not self._voters.check(voter, found.id):
+                raise StackError("E_VALUE", f"{shown(voter, 30)} is not a voter this server "
+                                 f"issued for class {found.id}", node="the vote",
+                                 hint="vote from the class link's page (/learn?class=ID)")
             if step != found.step:
                 asked = step if isinstance(step, int) else shown(step, 20)
                 raise StackError("E_VALUE", f"step {asked} is not the class's "
                                  f"current step ({found.step})", node=f"class {found.id}",
                                  hint="vote on the step the teacher shows now")
             counted_in = found.votes.cast(voter, found.lesson, found.step, str(choice),
-                                          self._clock())
-            found.voted += 1
+                                          self._clock(), in_round)
+            found.voted += bool(counted_in)
             return counted_in
 
     def reveal(self, class_id: str, token: str) -> Round:
@@ -208,11 +276,13 @@ class Classes:
             return found.votes.again(found.lesson, found.step)
 
     def outcome(self, class_id: str, token: str, value: float, supported: str) -> None:
-        """The run's number on the current step and the choice it supports (after Reveal)."""
+        """The run's number on the current step and the choice it supports (after Reveal):
+        the students' pages are told (the class's version changes)."""
         with self._lock:
             found = self._teachers_locked(class_id, token)
             found.votes.outcome(found.lesson, found.step, value, supported)
             found.voted += 1
+            found.version += 1
 
     def tally(self, class_id: str, token: str) -> Tally:
         """The projector's count: the current step's rounds and how many follow now."""

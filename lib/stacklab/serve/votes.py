@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 
 from ..core.errors import StackError, shown
 
-MAX_VOTERS = 500  # the voters one class keeps; a 501st session's vote is refused
+MAX_VOTERS = 500  # the voters who follow one class now; a 501st new voter is refused (voters
+# who stopped following keep their votes but make room: a script's idle identities fill nothing)
 VOTES_PER_SECOND = 3  # a session's votes in any one second; more are refused (the last counts)
 MAX_BALLOTS = 200  # rounds of one class, over all its steps (a lesson has a few steps)
 MAX_CHOICES = 8  # the choices of one step
@@ -155,15 +156,21 @@ class Votes:
             if (ballot.lesson, ballot.step) == (lesson, step) and ballot.revealed:
                 ballot.value, ballot.supported = float(value), supported
 
-    def cast(self, voter: str, lesson: str, step: int, choice: str, now: float) -> int:
+    def cast(self, voter: str, lesson: str, step: int, choice: str, now: float,
+             in_round: int | None = None) -> int:
         """``voter``'s choice on ``step``, which must be the class's current step: the round
-        it counts in. Refused (`StackError`, nothing counted) for a choice the step does not
-        offer, a step that asks nothing or whose round was revealed, a flood, or a 501st voter."""
+        it counts in. A vote cast in an earlier round (``in_round``: a page's late widget
+        value, sent after "Vote again") counts nothing: 0. Refused (`StackError`, nothing counted) for a
+        choice the step does not offer, a step that asks nothing or whose round was
+        revealed, a flood, or a new voter past `MAX_VOTERS` following now. A vote is a sign
+        of life: its voter follows the class."""
         place = f"step {step}"
         latest = self.current(lesson, step)
         if latest is None:
             raise StackError("E_VALUE", f"{place} asks for no vote now", node=place,
                              hint="vote on the step the teacher shows")
+        if in_round is not None and in_round != latest.round:
+            return 0  # cast in a round that is over: the new round starts from its own votes
         if latest.revealed:
             raise StackError("E_VALUE", f"the teacher revealed the answer of round "
                              f"{latest.round}: its votes are closed", node=place,
@@ -171,7 +178,7 @@ class Votes:
         if choice not in latest.choices:
             raise StackError("E_VALUE", f"{shown(choice, 60)} is not a choice of this step",
                              node=place, hint="one of " + ", ".join(latest.choices))
-        if voter not in self.recent and len(self.recent) >= MAX_VOTERS:
+        if voter not in self.recent and self._voters_following(now) >= MAX_VOTERS:
             raise StackError("E_VALUE", f"this class has its {MAX_VOTERS} voters already",
                              node=place, hint="a class counts the votes of at most "
                              f"{MAX_VOTERS} students; watch the projector's count")
@@ -182,7 +189,15 @@ class Votes:
                              hint="your last vote counts; choose once and wait")
         times.append(now)
         latest.chosen[voter] = choice
+        self.follow(voter, now)
         return latest.round
+
+    def _voters_following(self, now: float) -> int:
+        """The voters who follow now; the others' flood records go (their votes stay)."""
+        if len(self.recent) >= MAX_VOTERS:
+            self.recent = {who: times for who, times in self.recent.items()
+                           if now - self.seen.get(who, -FOLLOWING_SECONDS - 1) <= FOLLOWING_SECONDS}
+        return len(self.recent)
 
     def follow(self, follower: str, now: float) -> None:
         """A student's page read the class: it follows it (bounded: the longest unseen go)."""

@@ -399,3 +399,23 @@ def present_figure(figure: go.Figure, columns: int = 1) -> go.Figure:
     else:
         fig.update_layout(height=int((fig.layout.height or 520) * 1.4), margin=dict(t=top))
     return fig
+
+
+def serving_note(listen: str | None, port: int, lan: str | None = None) -> str:
+    """What ``make run`` prints as it starts: the link students open when the server listens
+    on the room's network, else that no other device can open it, and the command that
+    serves the room.
+
+    >>> serving_note("0.0.0.0", 8501, lan="10.0.0.5")
+    'stacklab: students open http://10.0.0.5:8501'
+    >>> serving_note("127.0.0.1", 8600)  # doctest: +NORMALIZE_WHITESPACE
+    'stacklab: http://127.0.0.1:8600 listens on 127.0.0.1 only: no phone can open it. For a
+     classroom: make run HOST=0.0.0.0 PORT=8600'
+    """
+    address = share_address(listen, None, port=port, lan=lan)
+    if address.warning is None:
+        return f"stacklab: students open {address.base}"
+    if is_loopback(listen):
+        return (f"stacklab: {address.base} listens on {listen} only: no phone can open it. "
+                f"For a classroom: {restart_hint(port)}")
+    return f"stacklab: {address.base} (no network address found: `hostname -I`)"

@@ -7,8 +7,9 @@ one app server then moves the students on every other.
 it outlives the app server that made it (a class outlives a restart of one server), and
 its classes end as they do on one server, when their teacher has not been seen for the
 TTL. The class's votes live in the actor too: the votes of every app server add up in one
-count, and a restart of an app server keeps them. Ray is imported only here and in
-`ray_runs`.
+count, and a restart of an app server keeps them. The voters' secret is the actor's
+(``STACKLAB_SECRET`` in its environment, else its own random one): every app server checks
+the same identities. Ray is imported only here and in `ray_runs`.
 """
 
 from __future__ import annotations
@@ -36,8 +37,14 @@ class ClusterClasses:
         self._actor = remote.options(name=ACTOR, namespace=NAMESPACE, get_if_exists=True,
                                      lifetime="detached").remote(ttl_seconds)
 
-    def open(self, lesson: str, step: int = 0) -> Opened:
-        return self._call("open", lesson, step)
+    def open(self, lesson: str, step: int = 0, opener: str | None = None) -> Opened:
+        return self._call("open", lesson, step, opener)
+
+    def issue_voter(self, class_id: str, address: str | None) -> str | None:
+        return self._call("issue_voter", class_id, address)
+
+    def is_voter(self, class_id: str, voter: object) -> bool:
+        return self._call("is_voter", class_id, voter)
 
     def move(self, class_id: str, token: str, step: int, lesson: str | None = None) -> ClassView:
         return self._call("move", class_id, token, step, lesson)
@@ -51,8 +58,9 @@ class ClusterClasses:
     def open_vote(self, class_id: str, token: str, choices: tuple[str, ...]) -> ClassView:
         return self._call("open_vote", class_id, token, tuple(choices))
 
-    def vote(self, class_id: str, voter: str, step: int, choice: str) -> int:
-        return self._call("vote", class_id, voter, step, choice)
+    def vote(self, class_id: str, voter: str, step: int, choice: str,
+             in_round: int | None = None) -> int:
+        return self._call("vote", class_id, voter, step, choice, in_round)
 
     def reveal(self, class_id: str, token: str) -> Round:
         return self._call("reveal", class_id, token)
