@@ -68,9 +68,19 @@ class Agent:
         return self.snapshot, time.monotonic() - asked
 
 
+def choices_radio(snapshot: dict) -> dict | None:
+    """The step's choices: one radio per class round, keyed ``learn_predict_ROUND``."""
+    return next((n for n in nodes(snapshot) if str(n.get("key", "")).startswith("learn_predict")),
+                None)
+
+
 def choices_of(snapshot: dict) -> list[str]:
-    radio = next((n for n in nodes(snapshot) if n.get("key") == "learn_predict"), None)
-    return list((radio or {}).get("props", {}).get("options") or [])
+    return list((choices_radio(snapshot) or {}).get("props", {}).get("options") or [])
+
+
+def choice(snapshot: dict, picked: str) -> dict:
+    """The widget state that picks ``picked`` among the choices on show in ``snapshot``."""
+    return {(choices_radio(snapshot) or {}).get("key", "learn_predict"): picked}
 
 
 class Student(threading.Thread):
@@ -132,9 +142,9 @@ class Student(threading.Thread):
     def voted(self) -> set[tuple[int, int]]:
         return {(s, r) for s, r, _, _ in self.votes}
 
-    def vote(self, where: tuple[int, int], choice: str) -> dict:
+    def vote(self, where: tuple[int, int], picked: str) -> dict:
         sent = time.monotonic()
-        snapshot, _ = self.agent.ask(widget_state={"learn_predict": choice})
+        snapshot, _ = self.agent.ask(widget_state=choice(self.agent.snapshot, picked))
         counted = f"Your vote is in (round {where[1]})" in texts(snapshot)
         self.votes.append((*where, sent, counted))
         return snapshot
@@ -155,7 +165,7 @@ class Hostile(threading.Thread):
         options, started = choices_of(snapshot), time.monotonic()
         for n in range(HOSTILE_VOTES):
             try:
-                snapshot, _ = self.agent.ask(widget_state={"learn_predict": options[n % 2]})
+                snapshot, _ = self.agent.ask(widget_state=choice(snapshot, options[n % 2]))
             except (AgentError, OSError):
                 self.answers["failed"] += 1
                 continue

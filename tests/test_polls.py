@@ -131,7 +131,7 @@ def test_the_curves_are_the_figure_plotlys_own_calls_and_check_make():
     checked = go.Figure(figure.to_dict())  # plotly's check of every property passes
     assert [trace.name for trace in checked.data] == [
         "training loss (one batch)", "held-out loss", "held-out accuracy"]
-    assert checked.layout.yaxis.type == "log" and checked.layout.yaxis2.tickformat == ".0%"
+    assert checked.layout.yaxis.type == "log" and checked.layout.yaxis2.tickformat == ".1f"
 
 
 def test_a_frame_is_prepared_once_per_evaluation_and_shared():

@@ -21,6 +21,7 @@
   following page's interval (the server's backpressure);
 - `ui.endpoints`: the watch endpoints server.py mounts beside the pages;
 - `ui.compression`: server.py's gzip of Streamlit's static files, made once each;
+- `ui.encoding`: a request's Accept-Encoding read as HTTP defines it (q-values, ``*``);
 - `ui.private_api`: the one importer of Streamlit's private names, each with a public
   fallback (``STACKLAB_PUBLIC_API_ONLY=1`` forces them all);
 - `ui.lab`: the one module that imports from stacklab's internals, and exactly what the

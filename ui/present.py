@@ -105,7 +105,7 @@ VOTES_CSS = """<style>
 def vote_bars(container, counted, title: str) -> None:
     """One round of votes (`stacklab.serve.votes.Round`) as bars at projector size: each
     choice's count and share, and once the run is in, its choice marked and its sentence
-    ("62% predicted ...; the run: 0.93")."""
+    ("5 of 8 predicted ...; the run: 0.93")."""
     rows = []
     for choice, count in zip(counted.choices, counted.counts):
         share = counted.share(choice)
@@ -114,7 +114,7 @@ def vote_bars(container, counted, title: str) -> None:
             f"<div class='{'supported' if mark else 'other'}' data-choice='{escape(choice)}'>"
             f"<div class='choice'>{escape(choice)}{' ✓ the run' if mark else ''}</div>"
             f"<div class='track'><div class='bar' style='width:{share:.0%}'></div></div>"
-            f"<div class='count'>{count} vote{'s' * (count != 1)} · {share:.0%}</div></div>")
+            f"<div class='count'>{count} vote{'s' * (count != 1)}</div></div>")
     sentence = counted.sentence()
     container.html(VOTES_CSS + f"<div class='votes' data-round='{counted.round}'>"
                    f"<h3>{escape(title)}</h3>{''.join(rows)}"

@@ -39,25 +39,27 @@ class PageState:
     def __init__(self, page: str, *names: str):
         self.page, self.names = page, frozenset(names)
 
-    def key(self, name: str) -> str:
-        """The session key (and widget key) of ``name``."""
+    def key(self, name: str | tuple) -> str:
+        """The session key (and widget key) of ``name``; of ``(name, part)``, one of the
+        name's several widgets (``learn_predict_2``: a class's round 2 asks afresh)."""
+        name, *part = name if isinstance(name, tuple) else (name,)
         if name not in self.names:
             raise KeyError(f"{self.page} has no session value {name!r}; declare it in its PageState")
-        return f"{self.page}_{name}"
+        return f"{self.page}_{name}" + "".join(f"_{p}" for p in part)
 
-    def get(self, name: str, default=None):
+    def get(self, name: str | tuple, default=None):
         return st.session_state.get(self.key(name), default)
 
-    def __getitem__(self, name: str):
+    def __getitem__(self, name: str | tuple):
         return st.session_state[self.key(name)]
 
-    def __setitem__(self, name: str, value) -> None:
+    def __setitem__(self, name: str | tuple, value) -> None:
         st.session_state[self.key(name)] = value
 
-    def __contains__(self, name: str) -> bool:
+    def __contains__(self, name: str | tuple) -> bool:
         return self.key(name) in st.session_state
 
-    def pop(self, name: str, default=None):
+    def pop(self, name: str | tuple, default=None):
         return st.session_state.pop(self.key(name), default)
 
     def cached(self, name: str, identity, make, *, same_object: bool = False):

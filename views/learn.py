@@ -111,21 +111,25 @@ def prediction(where: tuple, step) -> tuple[str | None, str]:
     the run and kept per step: the outcome they expect of the step's number, and their
     answer to its question in their own words (may be empty). A student following a class
     sends the outcome they pick to it as their vote (one per round: a new round asks again)."""
+    radio = "predict"
     if followed is not None:
         where = (*where, followed.round)
+        # each round its own choices: a change the browser still sends for an earlier
+        # round's choices finds no widget of this round, and counts in none
+        radio = ("predict", followed.round)
     kept = (state.get("predictions") or {}).get(where, {})
     if state.get("at") != where:  # another step: its own prediction, or none yet
         state["at"] = where
-        state["predict"], state["guess"] = kept.get("predict"), kept.get("guess", "")
+        state[radio], state["guess"] = kept.get("predict"), kept.get("guess", "")
 
     def keep():
         state["predictions"] = {**(state.get("predictions") or {}),
-                                where: {"predict": state["predict"], "guess": state["guess"]}}
+                                where: {"predict": state.get(radio), "guess": state["guess"]}}
 
     def keep_and_vote():
         if followed is not None and followed.round and not learn_votes.send(
-                where[1], state["predict"], where[2]):
-            state["predict"] = None  # not counted: the choices show none picked
+                where[1], state[radio], where[2]):
+            state[radio] = None  # not counted: the choices show none picked
         keep()
 
     st.markdown(f"**Predict.** {plain(step.question, 400)}")
@@ -133,7 +137,7 @@ def prediction(where: tuple, step) -> tuple[str | None, str]:
                           on_change=keep, placeholder="optional: what do you expect, and why?")
     closed = learn_votes.closed(followed)  # revealed: the round's choices take no votes
     chosen = st.radio(f"And the number: {plain(step.expect.label, 200)} will be", options(step),
-                      index=None, key=state.key("predict"), on_change=keep_and_vote,
+                      index=None, key=state.key(radio), on_change=keep_and_vote,
                       horizontal=True, disabled=closed,
                       help="Closed: the teacher revealed the answer" if closed else None)
     if followed is not None:
@@ -300,8 +304,10 @@ def step_view(lesson, step, number: int) -> None:
         scripts.heading_into_view(".st-key-learn_step_head")  # moved with the teacher
     state["shown"] = where
     st.markdown(plain(step.text, 1500))
-    glossary.show_new_terms(st, lesson, number)
-    with st.expander("The stack this step trains"):
+    # on the projector side by side, one line: the votes and the figure stay in view
+    words, stack = st.columns(2) if presenting else (st.container(), st.container())
+    glossary.show_new_terms(words, lesson, number)
+    with stack.expander("The stack this step trains"):
         st.code(step.source, language=None)
     revealed, beside = True, None
     if teacher and presenting:  # the room votes first; Reveal runs the step

@@ -71,11 +71,13 @@ class Round:
         return self.counts[self.choices.index(choice)] / self.voted if self.voted else 0.0
 
     def sentence(self) -> str:
-        """``62% predicted at least 0.9; the run: 0.93`` once revealed and the run is in,
-        else ''."""
+        """``5 of 8 predicted at least 0.9; the run: 0.93`` once revealed and the run is in,
+        else ''. Votes are counted, never given as percentages: the run's numbers on the
+        same screen are decimals, and a screen writes a share one way."""
         if not self.revealed or self.value is None or self.supported is None:
             return ""
-        return (f"{self.share(self.supported):.0%} predicted {self.supported}; "
+        return (f"{self.counts[self.choices.index(self.supported)]} of {self.voted} "
+                f"predicted {self.supported}; "
                 f"the run: {self.value:.2f}")
 
 
@@ -269,14 +271,14 @@ def step_table(rounds: tuple[Round, ...]) -> list[dict[str, str]]:
     >>> high = step_table((Round("p", 1, 1, ("low", "high"), (1, 3)),
     ...                    Round("p", 1, 2, ("low", "high"), (0, 4), True, 0.93, "high")))[1]
     >>> high["round 1"], high["round 2"], high["the run"]
-    ('3 of 4 (75%)', '4 of 4 (100%)', '0.93 supports it')
+    ('3 of 4', '4 of 4', '0.93 supports it')
     """
     rows = []
     for choice in rounds[0].choices:
         row = {"choice": choice}
         for counted in rounds:
             row[f"round {counted.round}"] = (f"{counted.counts[counted.choices.index(choice)]} "
-                                             f"of {counted.voted} ({counted.share(choice):.0%})")
+                                             f"of {counted.voted}")
         run = next((r for r in reversed(rounds) if r.supported is not None), None)
         row["the run"] = (f"{run.value:.2f} supports it" if run is not None
                           and run.supported == choice else "")

@@ -74,7 +74,7 @@ def curves_svg(history: Sequence[dict], train_loss: Sequence[tuple[int, float]] 
         parts.append(_line([(s, scale(v)) for s, v in points if v > 0 or not log],
                            loss_box, (low, high), last, colour, stroke))
     parts += _panel(acc_box, "held-out accuracy", (0.0, 1.05), [0.0, 0.5, 1.0],
-                    ["0%", "50%", "100%"], last, font, labels_below=True, width=width)
+                    ["0.0", "0.5", "1.0"], last, font, labels_below=True, width=width)
     parts.append(_line(accuracy, acc_box, (0.0, 1.05), last, LINES[2][1], LINES[2][2]))
     # the legend a line below the axis title ("training step", at 2.5 fonts)
     parts += _legend(acc_box[3] + 3.9 * font + 4, width, font, bool(losses))
