@@ -15,7 +15,7 @@ from views import learn_class, learn_upload, learn_votes
 state = session.PageState("learn", "lesson", "step", "predict", "guess", "predictions", "at",
                           "jobs", "error", "shown")
 LINK_ROWS = tuple(LINK_VALUES[name] for name in urls.LESSON_VALUES)
-PROJECTED_HEIGHT = 560  # the figure beside the votes: whole on a 1920x1080 projector
+PROJECTED_HEIGHT = 500  # the figure beside the votes: whole on a 1920x1080 projector under a step text of 4 lines
 
 
 def go(lesson_id: str | None, number: int = 1) -> None:
@@ -32,8 +32,8 @@ def go(lesson_id: str | None, number: int = 1) -> None:
 def present_class(lesson_id: str, number: int) -> None:
     """Present the lesson to a class from this step: a teacher's upload reaches that class
     (and no other)."""
-    learn_class.present_to_class(lesson_id, number)
-    lessons.presented(learn_class.state["id"], lesson_id)
+    if learn_class.present_to_class(lesson_id, number):  # at the cap: refused, and said
+        lessons.presented(learn_class.state["id"], lesson_id)
 
 
 def address() -> dict[str, str]:

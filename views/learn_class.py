@@ -37,18 +37,20 @@ def teaching() -> bool:
     return False
 
 
-def present_to_class(lesson_id: str, number: int) -> None:
+def present_to_class(lesson_id: str, number: int) -> bool:
     """Open a class on this step and present it: the token stays in this session. A server
-    at its cap of classes (each with its teacher here) refuses: the page says so."""
+    at its cap of classes (each with its teacher here) refuses: the page says so. Whether
+    the class opened."""
     try:
         opened = session.classes().open(lesson_id, number, opener=session.owner())
     except StackError as err:  # the server's cap of classes: said as it is, with its fix
         state["problem"] = err
-        return
+        return False
     state["id"], state["token"], state["following"] = opened.id, opened.token, False
     state.pop("ended")
     state.pop("problem")
     session.set_view("present")
+    return True
 
 
 def moved(lesson_id: str, number: int) -> None:
