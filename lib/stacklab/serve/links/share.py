@@ -348,6 +348,7 @@ PRESENT_FONT_PX = 20  # tick labels, axis titles and the colour bar: readable ac
 PRESENT_TITLE_PX = 26
 PRESENT_SIDE_PX = 660  # the map's side: at 1920x1080 the figure fits under the page title
 _PRESENT_MARGIN = dict(l=120, r=170, b=100)  # room for the tick labels and the colour bar
+PRESENT_LEGEND_PX = 170  # a projector's foot: ticks, the axis title, two rows of legend
 _TITLE_LINE_PX = 36
 _TITLE_CHARS = 48  # a line of the title at PRESENT_TITLE_PX over the map's width
 
@@ -394,10 +395,19 @@ def present_figure(figure: go.Figure, columns: int = 1) -> go.Figure:
                           width=margin["l"] + PRESENT_SIDE_PX + margin["r"],
                           height=top + PRESENT_SIDE_PX + margin["b"])
     elif columns > 1:
-        fig.update_layout(autosize=True, width=None, margin=dict(t=top, l=90, r=40, b=90),
+        fig.update_layout(autosize=True, width=None, margin=dict(t=top, l=110, r=40, b=90),
                           height=top + PRESENT_SIDE_PX - 60 + 90)
     else:
         fig.update_layout(height=int((fig.layout.height or 520) * 1.4), margin=dict(t=top))
+    for axis in fig.select_yaxes():  # a long title beside a short panel: on two lines
+        said = axis.title.text or ""
+        if len(said) > 16 and " " in said and "<br>" not in said:
+            cut = min((i for i, c in enumerate(said) if c == " "), key=lambda i: abs(i - len(said) / 2))
+            axis.title.text = said[:cut] + "<br>" + said[cut + 1:]
+    if fig.layout.legend.orientation == "h":  # a legend below: under the axis title, which
+        # grew with the text, pinned to the figure's foot rather than the plot's
+        fig.update_layout(legend=dict(yref="container", y=0.0, yanchor="bottom", x=0.0,
+                                      xanchor="left"), margin=dict(b=PRESENT_LEGEND_PX))
     return fig
 
 
