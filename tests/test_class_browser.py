@@ -79,9 +79,10 @@ def test_a_reload_is_the_same_voter_and_the_csv_downloads_its_rows_everywhere(se
         ended.get_by_role("link", name="Class summary").click()
         teacher.get_by_role("heading", name="Class summary").wait_for(timeout=30_000)
         assert counts(downloaded(teacher, teacher)) == both  # the class summary
-        teacher.go_back()  # the browser's Back: to the lesson
-        teacher.locator(".st-key-votes_ended_bar").wait_for(timeout=30_000)
-        assert "/learn" in teacher.url
+        teacher.go_back()  # the browser's Back: to the lesson, drawn again
+        teacher.wait_for_url("**/learn**", timeout=30_000)
+        teacher.get_by_role("heading", name="Learn", exact=True).wait_for(timeout=60_000)
+        assert "Class summary" not in teacher.get_by_role("heading").all_inner_texts()
     finally:
         teacher_context.close()
         phone_context.close()

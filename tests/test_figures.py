@@ -246,7 +246,7 @@ def test_length_probe_plot_has_one_point_per_position_and_a_cliff(modular):
     assert shape_positions(fig, "x") == [T - 0.5]
     assert probe.inside > 0.9 and probe.beyond < 0.5  # the cliff
     assert probe.baseline_inside < 0.3  # with the tables at init, the positions are lost
-    assert "inside T: 100%" in annotation_text(fig) and "past T" in annotation_text(fig)
+    assert "inside T: 1.00" in annotation_text(fig) and "past T" in annotation_text(fig)
 
 
 def test_learned_vs_sinusoidal_compares_same_size_tables(modular):

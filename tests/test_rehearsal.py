@@ -318,11 +318,11 @@ def test_a_lesson_rehearsed_as_a_class_lives_it(server, browser, tmp_path):  # n
         kept = csv_rows(teacher)
         assert [r for r in kept if r["step"] == "1"] == rows, kept
         assert {(r["step"], r["round"]) for r in kept} == {("1", "1"), ("1", "2"), ("2", "1")}
-        teacher.go_back()  # the browser's Back: to the lesson
-        teacher.wait_for_timeout(8000)  # Streamlit's own navigation, then the page's rerun
+        teacher.go_back()  # the browser's Back: to the lesson, drawn again
+        teacher.wait_for_url("**/learn**", timeout=30_000)
+        teacher.get_by_role("heading", name="Learn", exact=True).wait_for(timeout=60_000)
         teacher.screenshot(path=str(tmp_path / "back.png"))
-        teacher.locator(".st-key-votes_ended_bar").wait_for(timeout=30_000)
-        assert "/learn" in teacher.url
+        assert "Class summary" not in teacher.get_by_role("heading").all_inner_texts()
         for name, page in students.items():
             page.get_by_text("has ended").wait_for(timeout=POLL * 1000)
             looks_right(page, name)

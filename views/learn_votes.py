@@ -161,6 +161,8 @@ def count(measured) -> None:
     `ui.polls.every("votes")` without a script run) and this fragment reruns only when a
     vote came in or the number following changed; between Reveal and the run's number,
     at each interval (the run is this page's, not the class's)."""
+    if not learn_class.state.get("token"):  # ended while this ran alone (End's own run was
+        st.rerun(scope="app")  # cut short by this fragment's): the whole page says so
     try:
         tally = session.classes().tally(*_class())
         latest = tally.latest
