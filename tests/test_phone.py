@@ -312,7 +312,8 @@ def test_explore_and_compare_fit_phones(server, browser, runs):
     page.locator(PLOT).first.wait_for(timeout=60_000)
     legend_below = page.locator(PLOT).first.evaluate(
         "p => p.querySelector('.legend').getBoundingClientRect().top >= "
-        "(p.querySelector('.nsewdrag') || p.querySelector('.bglayer .bg')).getBoundingClientRect().bottom")
+        "['.nsewdrag', '.bglayer rect', '.gridlayer', '.cartesianlayer'].map(q => p.querySelector(q))"
+            ".find(e => e && e.getBoundingClientRect().height > 0).getBoundingClientRect().bottom")
     assert legend_below, "the legend covers the data"
     assert_fits_both_phones(page, PLOT)
     page.locator(PLOT).first.scroll_into_view_if_needed()
