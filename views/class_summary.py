@@ -10,7 +10,7 @@ from ui.lab import LESSONS, by_step, step_table
 from ui.markdown import plain
 from views import learn_votes
 
-urls.start()
+urls.start(own={})  # its address holds nothing: Back leads out of it, not to itself
 st.title("Class summary")
 class_id, rounds = learn_votes.class_rounds()
 if not rounds:
