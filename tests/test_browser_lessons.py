@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from test_browser import CHROMIUM, FLAGS, _missing_browser, start_streamlit
+from test_browser import _missing_browser, browser, start_streamlit  # noqa: F401 - a fixture
 
 ROOT = Path(__file__).parent.parent
 LOG = Path(os.environ.get("TMPDIR", "/tmp")) / "stacklab-browser-lessons"
@@ -74,16 +74,6 @@ def server(tmp_path_factory):
     yield url
     process.terminate()
     process.wait(timeout=20)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield chromium
-        chromium.close()
 
 
 def test_a_teachers_own_lesson_is_uploaded_checked_and_presented_to_a_class_that_votes(
