@@ -104,24 +104,24 @@ TABLE = [
 
 LAB = [
     new_markdown_cell(
-        "# The Lab: train and watch in the notebook\n\n"
+        "# The panel: train and watch in the notebook\n\n"
         "`stacklab.train(..., live=True)` shows a progress bar and redraws the curves and the "
-        "task's pattern figure as it trains. `stacklab.notebook.Lab` is a panel with the "
+        "task's pattern figure as it trains. `stacklab.notebook.Panel` is a panel with the "
         "stack, every setting, Train and Stop; it trains in a thread, so other cells run "
         "meanwhile."),
     new_code_cell("import stacklab\n\nrun = stacklab.train(task=\"reverse\", live=True)"),
     new_code_cell(
-        "from stacklab.notebook import Lab\n\n"
-        "lab = Lab(task=\"shift\", steps=300)\n"
-        "lab"),
+        "from stacklab.notebook import Panel\n\n"
+        "panel = Panel(task=\"shift\", steps=300)\n"
+        "panel"),
     new_markdown_cell(
         "Press Train in the panel, or drive it from code (the same thing the buttons do):"),
     new_code_cell(
-        "lab.train()\n"
-        "lab.wait()\n"
-        "print(lab.status, lab.run.step, lab.run.final)"),
+        "panel.train()\n"
+        "panel.wait()\n"
+        "print(panel.status, panel.run.step, panel.run.final)"),
     new_markdown_cell("A run trained in the app opens here by its key, and back (`run=KEY` in the app's link):"),
-    new_code_cell("again = stacklab.open_run(lab.run.key)\nagain.final == lab.run.final"),
+    new_code_cell("again = stacklab.open_run(panel.run.key)\nagain.final == panel.run.final"),
 ]
 
 INDUCTION = [

@@ -5,6 +5,8 @@ change that moves a number fails until the results and the docs are regenerated.
 from __future__ import annotations
 
 import csv
+import json
+import re
 import shutil
 from pathlib import Path
 
@@ -29,23 +31,58 @@ def _copy(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("table", DOCS_TABLES, ids=[t.name for t in DOCS_TABLES])
-def test_a_moved_number_makes_its_table_stale_until_rewritten(table, tmp_path, cli):
-    root = _copy(tmp_path)
-    results = root / table.results[0]
+def _move_csv(results: Path, column: str) -> None:
     rows = list(csv.DictReader(open(results, newline="")))
-    column = "past_T_at_48" if table.name == "encodings" else "past@64"
     row = next(row for row in rows if row[column])
     row[column] = str(float(row[column]) + 0.3)  # what a code change that moves it would give
     with open(results, "w", newline="") as file:
         writer = csv.DictWriter(file, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+
+
+def _move_json(results: Path, *keys: str) -> None:
+    data = json.loads(results.read_text())
+    inner = data
+    for key in keys[:-1]:
+        inner = inner[key]
+    inner[keys[-1]] += 0.3  # a slower (or faster) measurement
+    results.write_text(json.dumps(data, indent=2) + "\n")
+
+
+# per table: a number it shows, moved in its first result file
+MOVES = {
+    "encodings": lambda path: _move_csv(path, "past_T_at_48"),
+    "length": lambda path: _move_csv(path, "past@64"),
+    "bench-targets": lambda path: _move_json(path, "resolve", "1000", "median_ms"),
+    "bench-pos-embed": lambda path: _move_json(path, "pos_embed", "large", "forward",
+                                               "stacklab_ms"),
+    "hall-now": lambda path: _move_json(path, "scenarios", "hall300", "link_to_pattern_s", "p95"),
+}
+
+
+def test_every_table_has_a_moved_number_below():
+    assert set(MOVES) == {table.name for table in DOCS_TABLES}
+
+
+@pytest.mark.parametrize("table", DOCS_TABLES, ids=[t.name for t in DOCS_TABLES])
+def test_a_moved_number_makes_its_table_stale_until_rewritten(table, tmp_path, cli):
+    root = _copy(tmp_path)
+    page_before = (root / table.page).read_text(encoding="utf-8")
+    MOVES[table.name](root / table.results[0])
     assert [line.split(" ")[0] for line in stale_tables(root)] == [table.page]
+    assert f"(table {table.name})" in stale_tables(root)[0]
     code, _, err = cli("docs-tables", "--check", "--root", str(root))
     assert code == 1 and table.page in err and table.command.split()[1] in err
     assert cli("docs-tables", "--root", str(root))[0] == 0  # regenerated: it matches again
     assert stale_tables(root) == []
+    page_after = (root / table.page).read_text(encoding="utf-8")
+    assert page_after != page_before  # the number moved on the page, and only in its table
+    if table.whole_page:
+        return
+    outside = re.compile(rf"<!-- table {re.escape(table.name)}\b.*?<!-- end table "
+                         rf"{re.escape(table.name)} -->", re.S)
+    assert outside.sub("", page_after) == outside.sub("", page_before)
 
 
 def test_one_cheap_row_measures_what_the_committed_table_says():

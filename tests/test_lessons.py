@@ -1,6 +1,6 @@
 """The lessons: each step's experiment is trained (its seed fixed) and must meet the condition
 the step states, so no lesson says what is not true; a step is opened from a link or in
-the notebook Lab; a mistyped declaration fails when it is made."""
+the notebook `Panel`; a mistyped declaration fails when it is made."""
 
 from __future__ import annotations
 
@@ -168,12 +168,12 @@ def test_the_notebook_lab_opens_a_step():
     assert "pos_embed" not in open_step("positions")[1]  # no step: the first
     assert open_step("positions", "2")[1] == get_task("reverse").preset(16)  # the preset
     pytest.importorskip("ipywidgets")
-    from stacklab.notebook import Lab
+    from stacklab.notebook import Panel
 
     _, step = step_from_link("train-short-test-long", 4)
-    lab = Lab(source=step.source, **step.settings)  # the call the notebook makes
-    assert lab.source == source
-    assert lab.config().filled() == config.filled()
+    panel = Panel(source=step.source, **step.settings)  # the call the notebook makes
+    assert panel.source == source
+    assert panel.config().filled() == config.filled()
 
 
 STEP = dict(title="t", text="x", question="q?", answer="a", figure="cosine", try_next="n",

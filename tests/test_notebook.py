@@ -1,4 +1,4 @@
-"""Notebooks (SPEC §17): every notebook runs top to bottom in a real kernel, and the Lab
+"""Notebooks (SPEC §17): every notebook runs top to bottom in a real kernel, and the panel
 is driven through its Python API as its buttons drive it."""
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def test_lab_notebook_trains_live_and_opens_by_key(tmp_path, monkeypatch):
     text = text_of(outputs)
     assert "finished 300" in text and text.rstrip().endswith("True")
     widgets = [out for out in outputs if WIDGET in out.get("data", {})]
-    assert len(widgets) >= 2  # the progress bar of train(live=True), and the Lab's panel
+    assert len(widgets) >= 2  # the progress bar of train(live=True), and the panel
     plots = [out for out in outputs if PLOTLY in out.get("data", {})]
     assert len(plots) >= 2  # the live curves and pattern figure, left as the final ones
 
@@ -119,74 +119,95 @@ def test_live_figures_are_one_output_each_redrawn_in_place(tmp_path, monkeypatch
     assert "stacklab-run" in card["text/html"] and len(outputs) == 4
 
 
-# -- the Lab through its Python API (what its buttons call) ---------------------------------
+# -- the panel through its Python API (what its buttons call) -------------------------------
 
 
 @pytest.fixture
-def lab(tmp_path):
+def panel(tmp_path):
     from stacklab.lab.runs.store import RunStore
-    from stacklab.notebook import Lab
+    from stacklab.notebook import Panel
 
-    return Lab(task="reverse", steps=60, store=RunStore(tmp_path))
+    return Panel(task="reverse", steps=60, store=RunStore(tmp_path))
 
 
-def test_the_lab_trains_off_the_main_thread_and_shows_its_figures(lab):
+def test_the_panel_trains_off_the_main_thread_and_shows_its_figures(panel):
     preset = stacklab.resolve(stacklab.get_task("reverse").preset(), ["B", 16],
                               input_dtype="int64")
-    assert f"Parameters: {preset.param_count:,}" in lab._report.value and lab.status == "ready"
-    lab.set(seed=3, steps=80)
-    assert lab.train() is True
-    assert lab.status == "running" and lab._train_button.disabled  # returns at once
-    run = lab.wait(120)
+    assert f"Parameters: {preset.param_count:,}" in panel._report.value and panel.status == "ready"
+    panel.set(seed=3, steps=80)
+    assert panel.train() is True
+    assert panel.status == "running" and panel._train_button.disabled  # returns at once
+    run = panel.wait(120)
     assert run.status == "finished" and run.step == 80 and run.config.seed == 3
-    assert lab.status == "finished" and f"key <code>{run.key}</code>" in lab._status.value
-    titles = [figure.layout.title.text for figure in lab.figures]
+    assert panel.status == "finished" and f"key <code>{run.key}</code>" in panel._status.value
+    titles = [figure.layout.title.text for figure in panel.figures]
     assert titles[0] == "Training curves" and titles[1].startswith("Attention by position alone")
-    assert len(lab._figures.outputs) == 2  # the panel shows them
-    assert lab.store.load(run.key).final == run.final  # in the store: the app opens it by key
+    assert len(panel._figures.outputs) == 2  # the panel shows them
+    assert panel.store.load(run.key).final == run.final  # in the store: the app opens it by key
 
 
-def test_stop_ends_the_lab_run_within_a_step(lab):
-    lab.set(steps=100_000, target_accuracy=None)
-    lab.train()
+def test_stop_ends_the_panel_run_within_a_step(panel):
+    panel.set(steps=100_000, target_accuracy=None)
+    panel.train()
     deadline = time.monotonic() + 30
-    while lab._trainer.run_state is None or lab._trainer.run_state.step < 3:
+    while panel._trainer.run_state is None or panel._trainer.run_state.step < 3:
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    lab.stop()
-    run = lab.wait(30)
-    assert run.status == "stopped" and run.step < 100_000 and lab.status == "stopped"
-    assert not lab._train_button.disabled and lab._stop_button.disabled
+    panel.stop()
+    run = panel.wait(30)
+    assert run.status == "stopped" and run.step < 100_000 and panel.status == "stopped"
+    assert not panel._train_button.disabled and panel._stop_button.disabled
 
 
-def test_the_lab_resolves_as_you_type_and_explains_errors(lab):
-    lab.source = "embedding(16, 64)\npos_embed(8)\nattention(4)\nlinear(16)"
-    report = lab._report.value
+def test_the_panel_resolves_as_you_type_and_explains_errors(panel):
+    panel.source = "embedding(16, 64)\npos_embed(8)\nattention(4)\nlinear(16)"
+    report = panel._report.value
     assert "E_CONSTRAINT" in report and "^" in report and "fix:" in report
-    assert lab.train() is False and lab.status == "cannot start"
-    assert "E_CONSTRAINT" in lab._status.value
-    hand_written = lab.source
-    lab.set(task="lookback")  # a hand-written stack stays, and so do the settings (as in the app)
-    assert lab.source == hand_written and lab.config().steps == 60
-    lab.source = TASKS["lookback"].preset(16)
-    lab.set(task="modular")  # the task's preset follows, and resolves
-    assert "pos_embed(64)" in lab.source and "Parameters:" in lab._report.value
-    lab.set(target_accuracy="2")
-    assert lab.train() is False and "E_ARG" in lab._status.value
+    assert panel.train() is False and panel.status == "cannot start"
+    assert "E_CONSTRAINT" in panel._status.value
+    hand_written = panel.source
+    panel.set(task="lookback")  # a hand-written stack stays, and so do the settings (as in the app)
+    assert panel.source == hand_written and panel.config().steps == 60
+    panel.source = TASKS["lookback"].preset(16)
+    panel.set(task="modular")  # the task's preset follows, and resolves
+    assert "pos_embed(64)" in panel.source and "Parameters:" in panel._report.value
+    panel.set(target_accuracy="2")
+    assert panel.train() is False and "E_ARG" in panel._status.value
 
 
-def test_the_lab_follows_a_new_task_or_t_by_the_apps_rule(lab):
-    """One rule (`preset_changes`) for the Lab and the app's pages."""
+def test_the_panel_follows_a_new_task_or_t_by_the_apps_rule(panel):
+    """One rule (`preset_changes`) for the panel and the app's pages."""
     from stacklab.serve.links.experiment import DEFAULT
 
-    lab.set(seq_len=20)  # the preset stack follows T
-    assert lab.source == TASKS["reverse"].preset(20) and "Parameters:" in lab._report.value
-    lab.set(task="modular")  # and a new task brings its preset and settings
+    panel.set(seq_len=20)  # the preset stack follows T
+    assert panel.source == TASKS["reverse"].preset(20) and "Parameters:" in panel._report.value
+    panel.set(task="modular")  # and a new task brings its preset and settings
     app = DEFAULT.changes_for("task", "modular")
-    assert lab.source == app["stack"]
-    config = lab.config()
+    assert panel.source == app["stack"]
+    config = panel.config()
     for name in ("seq_len", "steps", "batch_size", "lr", "target_accuracy"):
         assert getattr(config, name) == app[name], name
+
+
+def test_lab_the_panels_old_name_still_works_and_warns_once(monkeypatch):
+    """``stacklab.notebook.Lab`` is `Panel` (renamed: three things were called "lab"); the
+    first use warns, with the new name, and later ones are quiet."""
+    import warnings
+
+    from stacklab import notebook
+
+    if "Lab" in vars(notebook):
+        monkeypatch.delitem(vars(notebook), "Lab")  # as in a fresh process
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # a repeat would be shown: none is
+        from stacklab.notebook import Lab
+
+        assert Lab is notebook.Panel and notebook.Lab is notebook.Panel
+    assert [(w.category, w.filename) for w in caught] == [(DeprecationWarning, __file__)]
+    assert "stacklab.notebook.Panel" in str(caught[0].message)
+    assert "Lab" not in notebook.__all__ and "Panel" in notebook.__all__
+    with pytest.raises(AttributeError, match="no attribute 'Lob'"):
+        notebook.Lob
 
 
 def test_train_outside_jupyter_is_the_librarys():
@@ -208,25 +229,25 @@ def test_real_models_notebook_reads_each_layout_and_a_rotary_config(tmp_path):
     assert len(figures_of(outputs)) == 4
 
 
-def test_the_lab_opens_a_lesson_step_trains_it_and_checks_its_claim(tmp_path):
+def test_the_panel_opens_a_lesson_step_trains_it_and_checks_its_claim(tmp_path):
     from stacklab import StackError
     from stacklab.lab.lessons import LESSONS
     from stacklab.lab.runs.store import RunStore
-    from stacklab.notebook import Lab
+    from stacklab.notebook import Panel
 
     step = LESSONS["positions"].steps[0]  # attention without positions stays near chance
-    lab = Lab.lesson("positions", 1, store=RunStore(tmp_path))
-    assert lab.step is step and lab.source == step.source and "pos_embed" not in lab.source
-    assert lab.config().filled() == step.config.filled()  # every control holds the step's
-    assert "step 1 of 3" in lab.widget.children[0].value and step.question in \
-        lab.widget.children[0].value
+    panel = Panel.lesson("positions", 1, store=RunStore(tmp_path))
+    assert panel.step is step and panel.source == step.source and "pos_embed" not in panel.source
+    assert panel.config().filled() == step.config.filled()  # every control holds the step's
+    assert "step 1 of 3" in panel.widget.children[0].value and step.question in \
+        panel.widget.children[0].value
     with pytest.raises(StackError, match="no finished run"):
-        lab.check()
-    assert lab.train() is True
-    lab.wait(180)
-    held, value, sentence = lab.check()
+        panel.check()
+    assert panel.train() is True
+    panel.wait(180)
+    held, value, sentence = panel.check()
     assert held and value <= 0.3 and "expected at most 0.3" in sentence
     with pytest.raises(StackError, match="steps 1 to 3"):
-        Lab.lesson("positions", 7)
+        Panel.lesson("positions", 7)
     with pytest.raises(StackError, match="not opened on a lesson step"):
-        Lab(task="reverse").check()
+        Panel(task="reverse").check()

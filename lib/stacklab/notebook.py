@@ -1,16 +1,15 @@
-"""stacklab in Jupyter: live training and an interactive lab.
+"""stacklab in Jupyter: live training and an interactive panel.
 
     import stacklab
     run = stacklab.train(task="reverse", live=True)   # a progress bar, figures redrawn live
-    lab = stacklab.notebook.Lab(task="shift")         # a panel: stack, settings, Train, Stop
-    lab                                               # (shown by the notebook)
-    lab.run                                           # the finished Run
-    lab = stacklab.notebook.Lab.lesson("positions", 2)  # a lesson's step, ready to train
-    lab.train(); lab.wait(); lab.check()              # (True, 1.0, 'held-out accuracy ...')
+    panel = stacklab.notebook.Panel(task="shift")     # stack, settings, Train, Stop
+    panel                                             # shown; panel.run: the finished Run
+    panel = stacklab.notebook.Panel.lesson("positions", 2)  # a lesson's step, ready to train
+    panel.train(); panel.wait(); panel.check()        # (True, 1.0, 'held-out accuracy ...')
 
 Outside Jupyter `train` is the library's, unchanged. The widgets come from ipywidgets and
 the progress bar from tqdm (``pip install stacklab[notebook]``), imported only here and
-only when a notebook asks. Runs the Lab finishes go to the run store under their key, as
+only when a notebook asks. Runs the panel finishes go to the run store under their key, as
 the app's do, so ``stacklab.open_run(KEY)`` opens a run in either direction.
 """
 
@@ -20,6 +19,7 @@ import html
 import inspect
 import threading
 import time
+import warnings
 
 from .core.errors import StackError, annotate
 from .lab.figures import pattern_figure, training_curves
@@ -35,7 +35,7 @@ from .lab.train.trainer import Trainer
 from .lab.train.trainer import train as _train
 from .serve.links.experiment import preset_changes
 
-__all__ = ["train", "open_run", "Lab", "in_jupyter", "LiveFigures"]
+__all__ = ["train", "open_run", "Panel", "in_jupyter", "LiveFigures"]
 
 REDRAW_SECONDS = 0.5  # live figures are redrawn at most this often
 
@@ -57,7 +57,7 @@ class LiveFigures:
 
     def __init__(self, figures: bool = True, show=None):
         self.figures = figures
-        self.show = show or self._in_the_cell  # where the figures go (a Lab: its panel)
+        self.show = show or self._in_the_cell  # where the figures go (a `Panel`: its output)
         self.shown: list = []  # the plotly figures on show now
         self._bar = None
         self._handles = None
@@ -154,7 +154,7 @@ train.__signature__ = settings_signature(LIVE, CALLBACKS, returns=Run)
 
 
 def open_run(key: str, store: RunStore | None = None) -> Run:
-    """The stored run of ``key`` (trained by the app, the Lab or a sweep), tensors and all;
+    """The stored run of ``key`` (trained by the app, the panel or a sweep), tensors and all;
     `StackError` when the store has no such run."""
     store = store or RunStore()
     run = store.load(store.find(key) or key)  # a whole key, or its first 8+ characters
@@ -164,14 +164,14 @@ def open_run(key: str, store: RunStore | None = None) -> Run:
     return run
 
 
-class Lab:
+class Panel:
     """An ipywidgets panel: the stack (resolved as you type), the task and every setting of
     the settings table, Train and Stop, the status in words, and the live figures.
 
     Training runs in a thread, so other cells run meanwhile; Stop ends the run within a
     step. The Python API drives it as the buttons do (and the tests use it)::
 
-        lab = Lab(task="reverse", steps=300)
+        lab = Panel(task="reverse", steps=300)
         lab.source = "embedding(16, 64)\\npos_embed(32)\\n..."   # the text box
         lab.set(seed=3)                                        # a setting's control
         lab.train(); lab.wait(); lab.run.final                 # Train, then the result
@@ -186,7 +186,7 @@ class Lab:
                              hint="choose one of " + ", ".join(TASKS))
         self.store = store or RunStore()
         self.run: Run | None = None
-        self.step: Step | None = None  # the lesson step it was opened on (`Lab.lesson`)
+        self.step: Step | None = None  # the lesson step it was opened on (`Panel.lesson`)
         self.status: str = "ready"
         self.error: StackError | None = None
         self._trainer: Trainer | None = None
@@ -206,7 +206,7 @@ class Lab:
             self._controls[row.name] = _control(w, row, value)
         for name in settings:
             if name not in self._controls:
-                raise StackError("E_ARG", f"the Lab has no setting {name!r}",
+                raise StackError("E_ARG", f"the panel has no setting {name!r}",
                                  hint="one of " + ", ".join(self._controls))
         self._train_button = w.Button(description="Train", button_style="primary", icon="play")
         self._stop_button = w.Button(description="Stop", icon="stop", disabled=True)
@@ -227,12 +227,12 @@ class Lab:
         self._show_status()
 
     @classmethod
-    def lesson(cls, lesson: str, step: int | str = 1, store: RunStore | None = None) -> "Lab":
-        """A Lab opened on ``step`` of ``lesson`` (as ``/learn?lesson=ID&step=N`` opens it in
+    def lesson(cls, lesson: str, step: int | str = 1, store: RunStore | None = None) -> "Panel":
+        """A panel opened on ``step`` of ``lesson`` (as ``/learn?lesson=ID&step=N`` opens it in
         the app): the step's stack and settings in the controls, what it asks above them.
         Train it, then `check` says what the run measured and whether the lesson holds::
 
-            lab = Lab.lesson("positions", 2)
+            lab = Panel.lesson("positions", 2)
             lab.train(); lab.wait(); lab.check()   # (True, 1.0, 'held-out accuracy 1.00: ...')
         """
         import ipywidgets as w
@@ -256,10 +256,10 @@ class Lab:
         """Whether the finished run shows what the lesson step says (`lessons.check`):
         ``(held, the measured value, a sentence saying both)``."""
         if self.step is None:
-            raise StackError("E_ARG", "this Lab was not opened on a lesson step",
-                             hint='open one with Lab.lesson("positions", 2)')
+            raise StackError("E_ARG", "this panel was not opened on a lesson step",
+                             hint='open one with Panel.lesson("positions", 2)')
         if self.run is None:
-            raise StackError("E_VALUE", "the Lab has no finished run to check yet",
+            raise StackError("E_VALUE", "the panel has no finished run to check yet",
                              hint="press Train (lab.train(); lab.wait()), then check")
         return check(self.step, self.run)
 
@@ -277,7 +277,7 @@ class Lab:
         """Set controls by name (``lab.set(steps=200, seed=1)``)."""
         for name, value in settings.items():
             if name not in self._controls:
-                raise StackError("E_ARG", f"the Lab has no setting {name!r}",
+                raise StackError("E_ARG", f"the panel has no setting {name!r}",
                                  hint="one of " + ", ".join(self._controls))
             self._controls[name].value = _control_value(SETTINGS[name], value)
 
@@ -436,3 +436,15 @@ def _pre(text: str, error: bool = False) -> str:
     color = "#a00" if error else "#222"
     return (f"<pre style='color:{color}; font-size: 12px; line-height: 1.3'>"
             f"{html.escape(text)}</pre>")
+
+
+
+
+def __getattr__(name: str):
+    """``Lab``, `Panel`'s old name: its first use warns (then bound, so no later one does)."""
+    if name != "Lab":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn("stacklab.notebook.Lab is now stacklab.notebook.Panel; Lab will go in a "
+                  "later release", DeprecationWarning, stacklevel=2)
+    globals()["Lab"] = Panel
+    return Panel

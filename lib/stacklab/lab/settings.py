@@ -4,7 +4,7 @@ Each field carries its row of the settings table (`Setting`): type, the library'
 the classroom's range (what a link or the app accepts), default, label and help text.
 Everything else is derived from these rows: `TrainConfig.filled`'s checks, the
 ``stacklab train`` flags, the URL parser of `stacklab.serve.links.experiment`, the app's widgets
-(``ui.controls.setting_control``) and the notebook Lab's. A row is plain data: the front ends
+(``ui.controls.setting_control``) and the notebook `Panel`'s. A row is plain data: the front ends
 turn it into their own widgets. Adding a setting is one field here.
 
 >>> SETTINGS["steps"].check(0)

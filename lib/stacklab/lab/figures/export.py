@@ -27,8 +27,8 @@ from ...core.errors import StackError
 from .curves_picture import curves_svg
 from .picture import figure_svg
 
-__all__ = ["FORMATS", "export", "image", "still_svg", "mimebundle", "use_stills_in_notebooks",
-           "in_kernel", "live_frames"]
+__all__ = ["FORMATS", "export", "exports", "image", "still_svg", "mimebundle",
+           "use_stills_in_notebooks", "in_kernel", "live_frames"]
 
 FORMATS = ("png", "svg", "pdf")
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -62,6 +62,12 @@ def _kaleido():
         kaleido.start_sync_server(mathjax=False, silence_warnings=True)  # nothing fetched
         _started.append(True)
         return kaleido
+
+
+def exports() -> bool:
+    """Whether plotly's own images can be drawn here (kaleido and a Chromium; kaleido's
+    server is started on the first call)."""
+    return _kaleido() is not None
 
 
 def image(figure, format: str = "png", *, width: int | None = None,
@@ -101,7 +107,7 @@ def export(figure, path, format: str | None = None, **size) -> Path:
 def still_svg(figure) -> str | None:
     """The still SVG of ``figure`` that a notebook keeps beside the chart: plotly's own
     where kaleido runs, else the project's heatmap drawing; None if neither can draw it."""
-    if _kaleido() is not None:
+    if exports():
         try:
             return image(figure, "svg").decode("utf-8")
         except Exception:  # noqa: BLE001 - a still never costs the chart; the drawing below

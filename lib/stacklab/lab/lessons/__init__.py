@@ -5,7 +5,7 @@ built-in ones are the package's ``builtin/*.md``, a teacher's come from the fold
 A step says what to try, asks for a prediction, runs one experiment, points at the figure
 that matters and states what the run must show (`model.Expect`); the test suite trains
 every step's experiment and checks it (`check`). Pages open a step from a link
-(``lesson=ID&step=N``, `step_from_link`), the notebook Lab from `open_step`.
+(``lesson=ID&step=N``, `step_from_link`), the notebook `Panel` from `open_step`.
 
 >>> lesson, step = step_from_link("positions", "2")
 >>> step.title
@@ -108,7 +108,7 @@ def step_link(lesson: Lesson, step: Step) -> str:
 
 
 def open_step(lesson_id: str, step: str | int = 1) -> tuple[TrainConfig, str]:
-    """What the notebook Lab needs to open a step: its settings as a `TrainConfig` (the
+    """What the notebook `Panel` needs to open a step: its settings as a `TrainConfig` (the
     task's defaults where the step says none) and the stack's text."""
     _, found = step_from_link(lesson_id, step)
     return found.config, found.source

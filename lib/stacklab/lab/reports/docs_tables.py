@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from .bench_tables import (BENCH_RESULTS, HALL_RESULTS, benchmark_targets, hall_table,
+                           pos_embed_table)
 from .compare import spread
 
 __all__ = ["DocsTable", "DOCS_TABLES", "stale_tables", "write_tables", "encodings_table"]
@@ -83,6 +85,13 @@ DOCS_TABLES = (
               ("docs/length_generalization/results.csv", "docs/length_generalization/timing.json"),
               "stacklab length-table --workers 3 --out docs/length_generalization",
               length_table, whole_page=True),
+    DocsTable("bench-targets", "docs/guide/benchmarks.md", BENCH_RESULTS, "make bench",
+              benchmark_targets),
+    DocsTable("bench-pos-embed", "docs/guide/benchmarks.md", BENCH_RESULTS,
+              "make bench (or python bench/run.py pos_embed)", pos_embed_table),
+    DocsTable("hall-now", "docs/guide/hardening.md", HALL_RESULTS,
+              "make loadtest (bench/loadtest.py, bench/request_costs.py, "
+              "bench/loadtest_votes.py)", hall_table),
 )
 
 
@@ -123,4 +132,4 @@ def write_tables(root: Path | str = ".") -> list[str]:
         if new != page:
             path.write_text(new, encoding="utf-8")
             changed.append(table.page)
-    return changed
+    return list(dict.fromkeys(changed))  # a page of two tables once

@@ -1,6 +1,7 @@
 """A run as one self-contained HTML page: the task, the stack, the network report and every figure.
 
-plotly.js is inlined once, with the first figure, so the page opens offline:
+plotly.js is inlined once, with the first figure, so the page opens offline; every figure
+also carries a still image (`stills`), shown where no script runs:
 
     from pathlib import Path
     run = stacklab.train(task="modular", steps=300)
@@ -10,10 +11,13 @@ plotly.js is inlined once, with the first figure, so the page opens offline:
 from __future__ import annotations
 
 import html
+import uuid
 
 import plotly.io as pio
 
 from ..figures import arrange, run_figures
+from ..figures.curves_picture import curves_svg
+from .stills import HIDE_WHEN_DRAWN, NO_SCRIPT_STYLE, STILL_CSS, still_tag
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 980px; margin: 2em auto; padding: 0 1em;
@@ -26,7 +30,7 @@ p.score { font-weight: 600; margin: 0.2em 0; }
 p.error { color: #a00; }
 div.group { font-size: 1.6em; font-weight: 700; margin: 2em 0 0; padding-top: 0.4em;
             border-top: 3px solid #ddd; }
-"""
+""" + STILL_CSS
 
 
 def html_page(title: str, body: list[str], style: str = "") -> str:
@@ -35,7 +39,7 @@ def html_page(title: str, body: list[str], style: str = "") -> str:
     and ``comparison.html``."""
     return "\n".join(["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
                       f"<title>{html.escape(title)}</title>",
-                      f"<style>{STYLE}{style}</style></head><body>", *body,
+                      f"<style>{STYLE}{style}</style>{NO_SCRIPT_STYLE}</head><body>", *body,
                       "</body></html>"]) + "\n"
 
 
@@ -78,19 +82,24 @@ def report_html(run, drawn=None) -> str:
         "<h2>Network</h2>",
         f"<pre class='network'>{esc(run.network.table())}</pre>",
     ]
-    parts += arranged_sections(arrange(drawn or run_figures(run), task.pattern_figure))
+    # without kaleido, the curves' still is the project's own picture of the run's history
+    fallbacks = {"training_curves": lambda: curves_svg(run.history, run.train_loss)}
+    parts += arranged_sections(arrange(drawn or run_figures(run), task.pattern_figure),
+                               fallbacks)
     return html_page(f"stacklab run: {task.name}", parts)
 
 
-def arranged_sections(arranged) -> list[str]:
+def arranged_sections(arranged, fallbacks: dict | None = None) -> list[str]:
     """A run's figures as Explore shows them (`arrange`): the pattern figure first, then
-    each group under its name, and the figures the stack could not give listed once."""
+    each group under its name, and the figures the stack could not give listed once;
+    ``fallbacks``: `figure_sections`'."""
     esc = html.escape
-    parts = figure_sections([arranged.lead] if arranged.lead is not None else [])
+    parts = figure_sections([arranged.lead] if arranged.lead is not None else [],
+                            fallbacks=fallbacks)
     inlined = bool(parts)  # plotly.js goes with the first figure of the page
     for group, found in arranged.groups.items():
         parts.append(f"<div class='group'>{esc(group)}</div>")
-        parts += figure_sections(found, with_plotlyjs=not inlined)
+        parts += figure_sections(found, with_plotlyjs=not inlined, fallbacks=fallbacks)
         inlined = True
     if arranged.not_drawn:
         parts.append("<div class='group'>Not drawn for this run</div><ul>" + "".join(
@@ -99,24 +108,32 @@ def arranged_sections(arranged) -> list[str]:
     return parts
 
 
-def figure_sections(figures, with_plotlyjs: bool = True) -> list[str]:
-    """One ``<section>`` per `RunFigure` (title, score, caption, the figure); plotly.js is
-    inlined once, with the first (unless ``with_plotlyjs`` is false: inlined already)."""
+def figure_sections(figures, with_plotlyjs: bool = True,
+                    fallbacks: dict | None = None) -> list[str]:
+    """One ``<section>`` per `RunFigure` (title, score, caption, the figure over its still);
+    plotly.js is inlined once, with the first (unless ``with_plotlyjs`` is false: inlined
+    already). ``fallbacks``: by figure key, the still's SVG where kaleido is missing (see
+    `stills`)."""
     esc = html.escape
     sections = []
     for index, drawn_figure in enumerate(figures):
-        div = figure_div(drawn_figure.figure, with_plotlyjs=with_plotlyjs and index == 0)
+        plot_id = str(uuid.uuid4())
+        fallback = (fallbacks or {}).get(drawn_figure.key)
+        div = still_tag(drawn_figure.figure, plot_id, drawn_figure.title, fallback) + figure_div(
+            drawn_figure.figure, with_plotlyjs=with_plotlyjs and index == 0, plot_id=plot_id)
         score = (f"<p class='score'>{esc(drawn_figure.score)}</p>" if drawn_figure.score else "")
         sections.append(f"<section class='figure'><h2>{esc(drawn_figure.title)}</h2>{score}"
                         f"<p class='caption'>{esc(drawn_figure.caption)}</p>{div}</section>")
     return sections
 
 
-def figure_div(figure, with_plotlyjs: bool) -> str:
+def figure_div(figure, with_plotlyjs: bool, plot_id: str | None = None) -> str:
     """``figure`` as a ``<div>`` of the page; ``with_plotlyjs``: plotly.js inlined with it
-    (the first figure of a page), so the page needs no network."""
+    (the first figure of a page), so the page needs no network; ``plot_id``: the div's id,
+    whose still (``still-PLOT_ID``) is hidden once plotly has drawn the chart."""
     return pio.to_html(figure, include_plotlyjs=with_plotlyjs, full_html=False,
-                       config={"displaylogo": False})
+                       config={"displaylogo": False}, div_id=plot_id,
+                       post_script=HIDE_WHEN_DRAWN if plot_id else None)
 
 
 def table_report_html(name: str, scores: dict, figures) -> str:
