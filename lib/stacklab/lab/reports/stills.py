@@ -35,7 +35,7 @@ NO_SCRIPT_STYLE = "<noscript><style>.plotly-graph-div { display: none; }</style>
 STILL_CSS = "img.still { display: block; max-width: 100%; height: auto; margin: 0.5em 0; }\n"
 # plotly's post_script, run once the chart is drawn ({plot_id}: the chart's div)
 HIDE_WHEN_DRAWN = ("var still = document.getElementById('still-{plot_id}');"
-                   " if (still) { still.hidden = true; }")
+                   " if (still) { still.style.display = 'none'; }")
 
 
 def still(figure, fallback=None) -> tuple[str, bytes] | None:
