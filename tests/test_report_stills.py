@@ -87,10 +87,14 @@ def write_report(tmp_path: Path, **env) -> str:
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory) -> Path:
+def kaleido_here():
     pytest.importorskip("kaleido")
     if not Path("/usr/bin/chromium").exists() and not os.environ.get("BROWSER_PATH"):
         pytest.skip("kaleido draws with a Chromium: apt-get install chromium")
+
+
+@pytest.fixture(scope="module")
+def report(kaleido_here, tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("report")
     path = folder / "report.html"
     path.write_text(write_report(folder), encoding="utf-8")
@@ -160,3 +164,18 @@ def test_with_javascript_off_chromium_shows_the_stills_and_with_it_the_charts(re
                 "els => els.every(e => getComputedStyle(e).display === 'none')")
         finally:
             browser.close()
+
+
+def test_a_figure_too_large_as_svg_is_a_png_still(kaleido_here):
+    """Thousands of markers are megabytes of SVG: the still is a PNG, within the bound."""
+    import numpy as np
+    import plotly.graph_objects as go
+
+    from stacklab.lab.figures.export import image
+    from stacklab.lab.reports.stills import still
+
+    points = np.random.default_rng(0).random((2, 20_000))
+    figure = go.Figure(go.Scatter(x=points[0], y=points[1], mode="markers"))
+    assert len(image(figure, "svg")) > STILL_BYTES
+    mime, data = still(figure)
+    assert mime == "image/png" and data.startswith(PNG) and len(data) <= STILL_BYTES
