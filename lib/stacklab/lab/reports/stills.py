@@ -16,7 +16,11 @@ Which picture, and why:
   (from the run's history). A figure neither can draw says "no still" in its place.
 
 So a report holds at most `STILL_BYTES` of still per figure (base64 adds a third), and
-the report's size stays bounded by its number of figures.
+at most one figure per entry of the figure catalog. Measured on a 60-step ``shift`` run
+(16 figures, a busy 2-core machine): the report is 5.80 MB, 0.55 MB of it stills (5.25 MB
+without them: plotly.js is most of a report), drawn in 7.5 s (10.5 s with kaleido's own
+start); without kaleido, 0.7 s. ``comparison.html`` (every figure of every run of a sweep)
+carries none: hundreds of stills would cost minutes and megabytes.
 """
 
 from __future__ import annotations
