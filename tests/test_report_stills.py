@@ -179,3 +179,18 @@ def test_a_figure_too_large_as_svg_is_a_png_still(kaleido_here):
     assert len(image(figure, "svg")) > STILL_BYTES
     mime, data = still(figure)
     assert mime == "image/png" and data.startswith(PNG) and len(data) <= STILL_BYTES
+
+
+def test_the_apps_download_draws_its_stills_without_kaleido(kaleido_here, monkeypatch):
+    """The app's report download (``plotly_stills=False``) starts no Chromium in the
+    server, even where kaleido is installed: its stills are the project's own pictures."""
+    import stacklab
+    from stacklab.lab.reports import stills
+    from stacklab.lab.reports.html import report_html
+
+    run = stacklab.train(task="shift", steps=30, seed=0)
+    monkeypatch.setattr(stills, "image", lambda *a, **k: pytest.fail("kaleido was asked"))
+    sections = {s["title"]: s for s in sections_of(report_html(run, plotly_stills=False))}
+    mime, data = decoded(sections["Training curves"]["stills"][0][1])
+    assert mime == "image/svg+xml" and data.count(b"<polyline") == 3
+    assert sum(bool(s["stills"]) for s in sections.values()) >= 5

@@ -89,7 +89,8 @@ def table_downloads(result, key: str) -> None:
                          file_name=f"{stem}-scores.json", mime="application/json",
                          key=f"{key}_scores", icon=":material/download:")
     right.download_button(
-        f"{stem}-report.html", lambda: table_report_html(result.name, scores, result.figures),
+        f"{stem}-report.html", lambda: table_report_html(result.name, scores, result.figures,
+                                                          plotly_stills=False),
         file_name=f"{stem}-report.html", mime="text/html", key=f"{key}_report",
         icon=":material/download:")
 

@@ -72,4 +72,6 @@ except StackError as err:
 figures.show_arranged(drawn, run.task.pattern_figure, f"explore_{job.id}_{node}")
 # Each file is named after the run (task, encoding, key): the files of several runs never
 # overwrite each other in a Downloads folder; a damaged run says why instead.
-tables.run_downloads(run, lambda: report_html(run, job.figures()), run_name(run))
+# the report's stills are the project's own pictures: a download starts no Chromium here
+tables.run_downloads(run, lambda: report_html(run, job.figures(), plotly_stills=False),
+                     run_name(run))

@@ -63,9 +63,11 @@ def _settings_rows(run) -> str:
                    for name, value in rows)
 
 
-def report_html(run, drawn=None) -> str:
+def report_html(run, drawn=None, *, plotly_stills: bool = True) -> str:
     """The whole report of ``run`` as an HTML page that needs no network to view;
-    ``drawn``: its `run_figures`, when they are already drawn."""
+    ``drawn``: its `run_figures`, when they are already drawn; ``plotly_stills``: the
+    stills drawn by plotly's own export where kaleido runs (`stills`), else always the
+    project's own pictures (the app's downloads: a server starts no Chromium for them)."""
     esc = html.escape
     task = run.task
     parts = [
@@ -85,21 +87,23 @@ def report_html(run, drawn=None) -> str:
     # without kaleido, the curves' still is the project's own picture of the run's history
     fallbacks = {"training_curves": lambda: curves_svg(run.history, run.train_loss)}
     parts += arranged_sections(arrange(drawn or run_figures(run), task.pattern_figure),
-                               fallbacks)
+                               fallbacks, plotly_stills)
     return html_page(f"stacklab run: {task.name}", parts)
 
 
-def arranged_sections(arranged, fallbacks: dict | None = None) -> list[str]:
+def arranged_sections(arranged, fallbacks: dict | None = None,
+                      plotly_stills: bool = True) -> list[str]:
     """A run's figures as Explore shows them (`arrange`): the pattern figure first, then
     each group under its name, and the figures the stack could not give listed once;
     ``fallbacks``: `figure_sections`'."""
     esc = html.escape
     parts = figure_sections([arranged.lead] if arranged.lead is not None else [],
-                            fallbacks=fallbacks)
+                            fallbacks=fallbacks, plotly_stills=plotly_stills)
     inlined = bool(parts)  # plotly.js goes with the first figure of the page
     for group, found in arranged.groups.items():
         parts.append(f"<div class='group'>{esc(group)}</div>")
-        parts += figure_sections(found, with_plotlyjs=not inlined, fallbacks=fallbacks)
+        parts += figure_sections(found, with_plotlyjs=not inlined, fallbacks=fallbacks,
+                                 plotly_stills=plotly_stills)
         inlined = True
     if arranged.not_drawn:
         parts.append("<div class='group'>Not drawn for this run</div><ul>" + "".join(
@@ -109,17 +113,18 @@ def arranged_sections(arranged, fallbacks: dict | None = None) -> list[str]:
 
 
 def figure_sections(figures, with_plotlyjs: bool = True,
-                    fallbacks: dict | None = None) -> list[str]:
+                    fallbacks: dict | None = None, plotly_stills: bool = True) -> list[str]:
     """One ``<section>`` per `RunFigure` (title, score, caption, the figure over its still);
     plotly.js is inlined once, with the first (unless ``with_plotlyjs`` is false: inlined
     already). ``fallbacks``: by figure key, the still's SVG where kaleido is missing (see
-    `stills`)."""
+    `stills`); ``plotly_stills``: `report_html`'s."""
     esc = html.escape
     sections = []
     for index, drawn_figure in enumerate(figures):
         plot_id = str(uuid.uuid4())
         fallback = (fallbacks or {}).get(drawn_figure.key)
-        div = still_tag(drawn_figure.figure, plot_id, drawn_figure.title, fallback) + figure_div(
+        div = still_tag(drawn_figure.figure, plot_id, drawn_figure.title, fallback,
+                        plotly_stills) + figure_div(
             drawn_figure.figure, with_plotlyjs=with_plotlyjs and index == 0, plot_id=plot_id)
         score = (f"<p class='score'>{esc(drawn_figure.score)}</p>" if drawn_figure.score else "")
         sections.append(f"<section class='figure'><h2>{esc(drawn_figure.title)}</h2>{score}"
@@ -136,9 +141,9 @@ def figure_div(figure, with_plotlyjs: bool, plot_id: str | None = None) -> str:
                        post_script=HIDE_WHEN_DRAWN if plot_id else None)
 
 
-def table_report_html(name: str, scores: dict, figures) -> str:
+def table_report_html(name: str, scores: dict, figures, *, plotly_stills: bool = True) -> str:
     """The report of a position table read from a file (`stacklab.lab.reports.table_file`): its scores
-    and every figure that needs only the table."""
+    and every figure that needs only the table; ``plotly_stills``: `report_html`'s."""
     esc = html.escape
     rows = "".join(f"<tr><td>{esc(key.replace('_', ' '))}</td><td>{esc(_shown(value))}</td></tr>"
                    for key, value in scores.items() if key != "cosine_by_distance")
@@ -146,7 +151,8 @@ def table_report_html(name: str, scores: dict, figures) -> str:
         f"<h1>Position table <code>{esc(name)}</code></h1>",
         "<p>A table that was not trained here: the figures and scores that need only the "
         "table (no model, no task).</p>",
-        f"<table class='settings'>{rows}</table>", *figure_sections(figures)])
+        f"<table class='settings'>{rows}</table>",
+        *figure_sections(figures, plotly_stills=plotly_stills)])
 
 
 def _shown(value) -> str:

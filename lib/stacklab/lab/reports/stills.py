@@ -42,12 +42,13 @@ HIDE_WHEN_DRAWN = ("var still = document.getElementById('still-{plot_id}');"
                    " if (still) { still.style.display = 'none'; }")
 
 
-def still(figure, fallback=None) -> tuple[str, bytes] | None:
+def still(figure, fallback=None, plotly: bool = True) -> tuple[str, bytes] | None:
     """``figure``'s still as ``(MIME type, bytes)``: plotly's own SVG (a PNG where the SVG
-    is over `STILL_BYTES`) where kaleido runs, else ``fallback()`` (SVG text: the
+    is over `STILL_BYTES`) where kaleido runs and ``plotly`` asks for it (the app does not:
+    a server starts no Chromium for a download), else ``fallback()`` (SVG text: the
     training curves' picture) or the project's heatmap drawing; None if nothing within
     `STILL_BYTES` can draw it."""
-    if exports():
+    if plotly and exports():
         for format, mime, scale in (("svg", "image/svg+xml", 1), ("png", "image/png", 1)):
             try:
                 data = image(figure, format, scale=scale)
@@ -61,11 +62,11 @@ def still(figure, fallback=None) -> tuple[str, bytes] | None:
     return None
 
 
-def still_tag(figure, plot_id: str, title: str, fallback=None) -> str:
+def still_tag(figure, plot_id: str, title: str, fallback=None, plotly: bool = True) -> str:
     """The ``<img>`` of ``figure``'s still, with the id plotly's `HIDE_WHEN_DRAWN` finds
     (``still-PLOT_ID``) and the figure's title as its text; a line saying so when there
     is none."""
-    found = still(figure, fallback)
+    found = still(figure, fallback, plotly)
     if found is None:
         return "<p class='caption'>(no still image of this chart: it needs JavaScript)</p>"
     mime, data = found
