@@ -23,8 +23,10 @@ import itertools
 
 import streamlit as st
 
-VOTER_HEADER = "X-Stacklab-Voter"  # a follower's vote token: counted as following, never in a URL
-VOTER_COOKIE = "stacklab_voter_"  # + the class id: the browser keeps its voter identity there
+from ui.wire import VOTER_COOKIE, VOTER_HEADER
+
+__all__ = ["VOTER_COOKIE", "VOTER_HEADER", "component", "follow", "loop_js"]
+
 VOTER_COOKIE_SECONDS = 12 * 3600  # a school day: a reload or a rescan is the same voter
 
 # The one polling loop. ``%(kind)s`` is a function ``(data, root, rerun) -> {headers,
