@@ -1,8 +1,8 @@
 """The app's own package: what the pages (views/) stand on, split by job.
 
 - `ui.hub`: the server's state in one object (`Hub`: the training pool, the classes, the
-  polls' load, the live runs' pictures, the browser sessions, the made pages, the static
-  files' gzip), made by server.py at start-up or by the first page; no Streamlit in it;
+  polls' load, the live runs' pictures, the browser sessions, the made pages, the
+  presented uploads, the static files' gzip), made by server.py at start-up or by the first page; no Streamlit in it;
 - `ui.session`: the session's state and its keys, the hub's pool and classes as a page
   reads them, `PageState` (each page's own values, declared at its top);
 - `ui.urls`: the page's address kept in step with the session (the link table);

@@ -12,6 +12,8 @@ and the watch endpoints (`ui.endpoints`) both read:
 - ``browsers``: which Streamlit session each owner's browser tab is (`BrowserSessions`),
   which the pool asks to detach a closed tab's runs soon;
 - ``pages``: app.py's pages, made once per server (`ui.navigation`);
+- ``presented``: a teacher's uploaded lesson, kept under the id of the class it was
+  presented to, for that class's students (`ui.lessons`);
 - ``assets``: Streamlit's static files, gzipped once (`ui.compression`'s cache).
 
 server.py makes it at start-up (`Hub.start`) and hands it to the compression middleware
@@ -36,6 +38,7 @@ from ui.lab import SESSION_TTL_SECONDS, Classes, JobPool, PollLoad, server_class
 from ui.live_answers import Pictures
 
 PAGES_KEPT = 8  # versions of app.py's pages kept (an edited app.py declares them anew)
+PRESENTED_KEPT = 256  # teachers' uploads presented to a class (the oldest goes first beyond it)
 SESSIONS_KEPT = 10_000  # browser sessions remembered before a gone one's entry is dropped
 
 
@@ -84,6 +87,24 @@ class Made:
         return made
 
 
+class Recent:
+    """The values last kept by key, at most ``kept`` of them, the oldest dropped first."""
+
+    def __init__(self, kept: int):
+        self._kept, self._values, self._lock = kept, OrderedDict(), threading.Lock()
+
+    def put(self, key: Hashable, value) -> None:
+        with self._lock:
+            self._values[key] = value
+            self._values.move_to_end(key)
+            while len(self._values) > self._kept:
+                self._values.popitem(last=False)
+
+    def get(self, key: Hashable):
+        with self._lock:
+            return self._values.get(key)
+
+
 def _log_to_stderr() -> None:
     """The library's log lines (a run trained, a run from the store, a damaged store entry)
     in the server's output, once."""
@@ -105,7 +126,7 @@ class Hub:
 
     _current: Hub | None = None
     _making = threading.Lock()
-    PARTS = ("pool", "classes", "load", "pictures", "browsers", "pages", "assets")
+    PARTS = ("pool", "classes", "load", "pictures", "browsers", "pages", "presented", "assets")
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -115,6 +136,7 @@ class Hub:
         self.pictures = Pictures()
         self.browsers = BrowserSessions()
         self.pages = Made()
+        self.presented = Recent(PRESENTED_KEPT)  # class id -> the uploaded lesson it presents
         self.assets: OrderedDict = OrderedDict()  # path -> (headers, body) or None
 
     @classmethod
@@ -183,7 +205,7 @@ class Hub:
         if "assets" in parts:
             self.assets.clear()  # the compression middleware holds this one
         fresh = {"load": PollLoad, "pictures": Pictures, "browsers": BrowserSessions,
-                 "pages": Made}
+                 "pages": Made, "presented": lambda: Recent(PRESENTED_KEPT)}
         for part in parts:
             if part in fresh:
                 setattr(self, part, fresh[part]())
