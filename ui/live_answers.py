@@ -30,7 +30,8 @@ class Pictures:
 
     def __init__(self, kept: int = KEPT):
         self._kept = kept
-        self._made: dict[tuple[str, bool], tuple] = {}  # (key, phone) -> frame, number, markup, gzip
+        self._made: dict[tuple[str, bool], tuple] = {}  # (key, phone) -> frame, number,
+        # markup, gzip
         self._lock = threading.Lock()
         self._numbers = itertools.count(1)
 

@@ -10,9 +10,10 @@ and the browser draws it:
   (SVG lines with axes and a legend, `stacklab.lab.figures.curves_picture`) and of the
   pattern figure (an SVG holding a PNG), each with its text alternative (its title and
   numbers). The hub's `ui.live_answers.Pictures` writes them into markup once per frame
-  and kind, every text escaped, and keeps it and its gzip, so N watchers cost N small answers, not N renders;
-- the run's watch endpoint (``GET /_stacklab/watch/run/KEY?kind=laptop|phone``, `ui.live_answers.answer`,
-  mounted by `ui.endpoints`) answers ``{"v", "every", "live", "text", "head", "frame"}``
+  and kind, every text escaped, and keeps it and its gzip, so N watchers cost N small
+  answers, not N renders;
+- the run's watch endpoint (``GET /_stacklab/watch/run/KEY?kind=laptop|phone``,
+  `ui.live_answers.answer`, mounted by `ui.endpoints`) answers ``{"v", "every", "live", "text", "head", "frame"}``
   in a few hundred bytes: ``text`` is the status line (and the load note) as the page
   writes it (what an agent reads; the component's data has it too, for AppTest), ``head`` the same as markup with the progress bar, ``frame`` the number of the
   newest pictures. Only a page whose pictures are older asks for them
