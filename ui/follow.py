@@ -2,7 +2,7 @@
 polling loop: `follow` puts a small component in the running fragment, which asks one of
 the server's watch endpoints (`ui.endpoints`) every ``every`` s and reruns the fragment
 only when the answer says so. The endpoint's answer also says how often to ask (``every``:
-the server's backpressure, decided in one place, `ui.polls.every`), so the page follows
+the server's backpressure, decided in one place, `ui.pace.every`), so the page follows
 the server's load without a rerun.
 
 There are two kinds of component, both made from the one loop (`loop_js`):
