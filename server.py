@@ -1,6 +1,8 @@
 """The app's server: app.py's pages on Streamlit's own server (`streamlit.starlette.App`),
 with Streamlit's static files compressed (`ui.compression`), and the watch endpoints that
-following pages ask instead of rerunning their scripts (`ui.endpoints`, `ui.watch`).
+following pages ask instead of rerunning their scripts (`ui.endpoints`, `ui.watch`). The
+server's state is one object, the hub (`ui.hub`), made here at start-up and handed to the
+middleware and the endpoints; the pages read the same one (`Hub.current`).
 ``make run`` starts it:
 
     streamlit run server.py --server.address 0.0.0.0
@@ -13,6 +15,8 @@ from starlette.middleware import Middleware
 from streamlit.starlette import App
 
 from ui.compression import CompressedAssets
-from ui.endpoints import ROUTES
+from ui.endpoints import routes
+from ui.hub import Hub
 
-app = App("app.py", routes=ROUTES, middleware=[Middleware(CompressedAssets)])
+hub = Hub.start()
+app = App("app.py", routes=routes(hub), middleware=[Middleware(CompressedAssets, cache=hub.assets)])

@@ -162,7 +162,7 @@ def first_and_second(browser, url: str, shown: str) -> dict:
 def class_watches(base: str, key: str, sessions: int = CLASS_WATCHERS) -> None:
     """``sessions`` more students open the run link (browserless sessions of the agent API,
     each one request), so the run is watched as in a class: the page then polls at its
-    class interval (`ui.polls.every`), as it does for each of 100 phones."""
+    class interval (`ui.pace.every`), as it does for each of 100 phones."""
     for _ in range(sessions):
         student = loadtest.AgentStudent(base, {"run": key}, 0.0)
         student.ask(page="train", query_params={"run": [key]})

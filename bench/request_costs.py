@@ -198,9 +198,9 @@ def link_open_press(server) -> dict:
     return {"link_open_press": (samples, sizes)}
 
 
-def shared_running(server) -> dict:
-    """A teacher trains a long run; `SHARING` students open its ``run=KEY`` link (the
-    class link) and ask in turn: the page's whole rerun (the agent's poll)."""
+def sharing_run(server) -> tuple:
+    """A teacher trains a long run and `SHARING` students open its ``run=KEY`` link (the
+    class link): the teacher and the students, a few evaluations in."""
     long = loadtest.link_query(steps="20000", target_accuracy="none", batch_size="512")
     teacher = opened(server, long)
     teacher.ask(trigger={"key": "train_train"})
@@ -209,6 +209,13 @@ def shared_running(server) -> dict:
     query = {**long, "run": teacher.snapshot["query_params"]["run"][0]}
     sharing = [opened(server, query) for _ in range(SHARING)]
     time.sleep(2.0)  # a few evaluations in
+    return teacher, sharing
+
+
+def shared_running(server) -> dict:
+    """A teacher trains a long run; `SHARING` students open its ``run=KEY`` link (the
+    class link) and ask in turn: the page's whole rerun (the agent's poll)."""
+    teacher, sharing = sharing_run(server)
     result = {"shared_running_poll": endpoint(server, sharing, "url"),
               "shared_running_pictures": endpoint(server, sharing, "pictures", packed=True),
               "shared_running_rerun": polls(server, sharing, REQUESTS)}

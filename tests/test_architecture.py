@@ -304,3 +304,55 @@ def test_the_apps_package_lists_every_module_it_holds():
     listed = set(re.findall(r"`ui\.(\w+)`", (APP / "ui" / "__init__.py").read_text(encoding="utf-8")))
     held = {path.stem for path in (APP / "ui").glob("*.py")} - {"__init__"}
     assert listed == held, {"not listed": sorted(held - listed), "no such module": sorted(listed - held)}
+
+
+# -- the watch endpoints: server code, no page code ----------------------------------------
+
+def _app_imports(path: Path, root: Path) -> set[str]:
+    """Every module that ``path`` (a module of the app in ``root``) imports, at any level,
+    with ``from ui import x`` read as the module ``ui.x`` when it is one."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names
+                         if (root / node.module.replace(".", "/")
+                             / f"{alias.name}.py").is_file())
+    return found
+
+
+def _streamlit_below(module: str, root: Path) -> list[str]:
+    """Each chain of imports from ``module`` (``ui.endpoints``, a file under ``root``),
+    through the app's own ``ui`` modules, that ends in streamlit."""
+    chains, seen, todo = [], {module}, [[module]]
+    while todo:
+        chain = todo.pop()
+        for target in sorted(_app_imports(root / (chain[-1].replace(".", "/") + ".py"), root)):
+            if target.split(".")[0] == "streamlit":
+                chains.append(" -> ".join([*chain, target]))
+            elif target.startswith("ui.") and target not in seen and (
+                    root / (target.replace(".", "/") + ".py")).is_file():
+                seen.add(target)
+                todo.append([*chain, target])
+    return sorted(chains)
+
+
+def test_the_endpoints_and_all_they_import_never_import_streamlit():
+    """The watch endpoints (ui/endpoints.py, mounted by server.py) answer from the hub with
+    server code only: neither they nor any module of ``ui`` they reach imports streamlit
+    (no page code, no script run's caches outside a script run)."""
+    assert not _streamlit_below("ui.endpoints", APP)
+
+
+def test_the_endpoint_check_sees_streamlit_imported_below(tmp_path):
+    """The rule can fail: streamlit imported two modules down, even inside a function."""
+    (tmp_path / "ui").mkdir()
+    (tmp_path / "ui" / "endpoints.py").write_text("from ui import answers\nimport json\n")
+    (tmp_path / "ui" / "answers.py").write_text("from ui.page import x\n")
+    (tmp_path / "ui" / "page.py").write_text("def x():\n    import streamlit as st\n")
+    assert _streamlit_below("ui.endpoints", tmp_path) == [
+        "ui.endpoints -> ui.answers -> ui.page -> streamlit"]
+    (tmp_path / "ui" / "page.py").write_text("def x():\n    return 1\n")
+    assert _streamlit_below("ui.endpoints", tmp_path) == []

@@ -177,14 +177,14 @@ def test_a_phones_frame_is_its_own_and_kept_beside_the_laptops():
 def hall():
     """Load the server's poll meter as a hall of ``followers`` sessions leaves it; a fresh
     meter afterwards, so that no other test's pages poll as if under load."""
-    from ui import polls
+    from ui.hub import Hub
 
     def loaded(followers: int) -> None:
         for session in range(followers):
-            polls.load().polled(f"hall-{session}", 0.01)
+            Hub.current().load.polled(f"hall-{session}", 0.01)
 
     yield loaded
-    polls.load.clear()
+    Hub.current().reset("load")
 
 
 def test_a_loaded_server_widens_a_shared_runs_poll_and_the_page_says_so(hall):

@@ -1,7 +1,10 @@
 """The app's own package: what the pages (views/) stand on, split by job.
 
-- `ui.session`: the session's state and its keys, the server's training pool, `PageState`
-  (each page's own values, declared at its top);
+- `ui.hub`: the server's state in one object (`Hub`: the training pool, the classes, the
+  polls' load, the live runs' pictures, the browser sessions, the made pages, the
+  presented uploads, the static files' gzip), made by server.py at start-up or by the first page; no Streamlit in it;
+- `ui.session`: the session's state and its keys, the hub's pool and classes as a page
+  reads them, `PageState` (each page's own values, declared at its top);
 - `ui.urls`: the page's address kept in step with the session (the link table);
 - `ui.browsers`: which sessions still have a browser tab open;
 - `ui.controls`: controls made from setting rows and op arguments;
@@ -17,9 +20,14 @@
 - `ui.follow`: the one polling loop and `follow`, how a page follows something on the
   server; `ui.watch` (a version to watch, the endpoints' paths) and `ui.live_run` (a live
   run drawn in the browser, its status and caption) build on it;
-- `ui.polls`: polls counted and timed, and `every`, the one place that decides a
-  following page's interval (the server's backpressure);
-- `ui.endpoints`: the watch endpoints server.py mounts beside the pages;
+- `ui.polls`: a page's polls counted and timed, its interval and its load note;
+- `ui.endpoints`: the watch endpoints server.py mounts beside the pages, answering from
+  the hub; they and all they import never import streamlit (tests/test_architecture.py):
+  - `ui.pace`: `every`, the one place that decides a following page's interval (the
+    server's backpressure), and the endpoints' polls counted;
+  - `ui.live_answers`: a live run's answers (its status, its pictures written once per
+    frame, the share panel's count), which `ui.live_run` draws on a page;
+  - `ui.wire`: what pages and endpoints agree on (the paths, the voter header and cookie);
 - `ui.compression`: server.py's gzip of Streamlit's static files, made once each;
 - `ui.encoding`: a request's Accept-Encoding read as HTTP defines it (q-values, ``*``);
 - `ui.private_api`: the one importer of Streamlit's private names, each with a public

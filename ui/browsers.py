@@ -1,33 +1,23 @@
 """Browser liveness: which session of the pool's runs still has a browser tab open, so the
-runs of a closed or reloaded tab are detached soon, not after the session TTL."""
+runs of a closed or reloaded tab are detached soon, not after the session TTL (the map is
+the hub's, `ui.hub.BrowserSessions`; Streamlit's answer is handed in from here), and
+whether this session's browser is a phone's."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from ui import private_api
-
-_BROWSER_SESSIONS: dict[str, str] = {}  # owner -> its Streamlit session (served pages only)
+from ui.hub import Hub
 
 
 def register(owner: str) -> None:
-    """Remember the Streamlit session of ``owner`` when the script runs in a real browser
-    session (not in AppTest): the pool may then ask whether it is still there."""
+    """Remember the Streamlit session of ``owner`` in the hub (`ui.hub.BrowserSessions`)
+    when the script runs in a real browser session (not in AppTest): the pool may then ask
+    whether it is still there (`private_api.session_active`)."""
     session = private_api.session_id()
     if session is not None:
-        _BROWSER_SESSIONS[owner] = session
-
-
-def connected(owner: str) -> bool:
-    """Whether the browser session of ``owner`` is still connected (a closed or reloaded tab
-    is not): its runs are then detached soon, not after the session TTL."""
-    session = _BROWSER_SESSIONS.get(owner)
-    if session is None:
-        return True
-    alive = private_api.session_active(session)
-    if not alive and len(_BROWSER_SESSIONS) > 10_000:
-        _BROWSER_SESSIONS.pop(owner, None)  # bounded: a gone session's entry can go
-    return alive
+        Hub.current().browsers.register(owner, session, private_api.session_active)
 
 
 def on_phone() -> bool:

@@ -39,15 +39,18 @@ SKIPPED_TYPES = ("font/", "image/png", "image/jpeg", "image/gif", "image/webp", 
 
 class CompressedAssets:
     """ASGI middleware: each of Streamlit's static files under `STATIC_PREFIX`, gzipped
-    once and kept (``cache``: path -> headers and body, or None for one sent as it is).
+    once and kept (``cache``: path -> headers and body, or None for one sent as it is: the
+    server's hub's ``assets``, which server.py hands in, or one of its own).
     ``root``: the folder that a request's path names a file of (Streamlit's static folder,
     unless a test gives its own)."""
 
-    def __init__(self, app, level: int = 9, root: str | Path | None = None):
+    def __init__(self, app, level: int = 9, root: str | Path | None = None,
+                 cache: OrderedDict | None = None):
         self.app = app
         self.level = level
         self.root = Path(root or _streamlit_static()).resolve()
-        self.cache: OrderedDict[str, tuple[list, bytes] | None] = OrderedDict()
+        self.cache: OrderedDict[str, tuple[list, bytes] | None] = (
+            OrderedDict() if cache is None else cache)
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def __call__(self, scope, receive, send) -> None:

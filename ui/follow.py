@@ -2,7 +2,7 @@
 polling loop: `follow` puts a small component in the running fragment, which asks one of
 the server's watch endpoints (`ui.endpoints`) every ``every`` s and reruns the fragment
 only when the answer says so. The endpoint's answer also says how often to ask (``every``:
-the server's backpressure, decided in one place, `ui.polls.every`), so the page follows
+the server's backpressure, decided in one place, `ui.pace.every`), so the page follows
 the server's load without a rerun.
 
 There are two kinds of component, both made from the one loop (`loop_js`):
@@ -23,8 +23,10 @@ import itertools
 
 import streamlit as st
 
-VOTER_HEADER = "X-Stacklab-Voter"  # a follower's vote token: counted as following, never in a URL
-VOTER_COOKIE = "stacklab_voter_"  # + the class id: the browser keeps its voter identity there
+from ui.wire import VOTER_COOKIE, VOTER_HEADER
+
+__all__ = ["VOTER_COOKIE", "VOTER_HEADER", "component", "follow", "loop_js"]
+
 VOTER_COOKIE_SECONDS = 12 * 3600  # a school day: a reload or a rescan is the same voter
 
 # The one polling loop. ``%(kind)s`` is a function ``(data, root, rerun) -> {headers,

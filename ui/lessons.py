@@ -5,7 +5,7 @@ An upload is read and quick-checked at once (parsed, each stack resolved, linted
 errors as ``stacklab lessons check``), and stays in its teacher's session: its id is
 ``upload-`` and the file's hash, which no link opens. Only when that teacher presents it
 does it reach a class: this server keeps the presented lesson under the class's id
-(`presented`), and a page following that class, and no other, reads it there. (With the
+(`presented`, in the server's hub, `ui.hub`), and a page following that class, and no other, reads it there. (With the
 Ray cluster's classes, students on another app server would not find it: an upload is
 this server's.)
 
@@ -17,12 +17,11 @@ claims are unchecked."""
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 from stacklab import StackError
 from ui import session
+from ui.hub import Hub
 from ui.lab import (FIGURES, LESSONS, Lesson, MAX_LESSON_BYTES, check, claim_line, margin,
                     quick_check, step_from_link, step_in)
 
@@ -30,10 +29,7 @@ state = session.PageState("lessons", "upload", "checks", "error")
 
 UPLOAD_PREFIX = "upload-"
 SEEDS = (0, 1, 2)
-MAX_PRESENTED = 256  # presented uploads this server keeps (the oldest goes first beyond it)
 _FIGURES = {spec.key: spec for spec in FIGURES}
-_presented: OrderedDict[str, Lesson] = OrderedDict()  # class id -> the lesson it presents
-_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -80,11 +76,7 @@ def presented(class_id: str, lesson_id: str) -> None:
     if not is_upload(lesson_id) or upload is None or upload.lesson is None \
             or upload.lesson.id != lesson_id:
         return
-    with _lock:
-        _presented[class_id] = upload.lesson
-        _presented.move_to_end(class_id)
-        while len(_presented) > MAX_PRESENTED:
-            _presented.popitem(last=False)
+    Hub.current().presented.put(class_id, upload.lesson)  # the oldest beyond 256 go
 
 
 def find(lesson_id: str, class_id: str | None = None) -> Lesson:
@@ -95,8 +87,7 @@ def find(lesson_id: str, class_id: str | None = None) -> Lesson:
     upload = uploaded()
     if upload is not None and upload.lesson is not None and upload.lesson.id == lesson_id:
         return upload.lesson
-    with _lock:
-        lesson = _presented.get(class_id) if class_id else None
+    lesson = Hub.current().presented.get(class_id) if class_id else None
     if lesson is None or lesson.id != lesson_id:
         raise StackError("E_ARG", "that lesson was uploaded in another session",
                          hint="a teacher's lesson reaches a class only when they present it")

@@ -14,36 +14,24 @@ from __future__ import annotations
 
 import base64
 import copy
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
 
 from ui import private_api
+from ui.hub import Hub
 
 ICON_FILE = Path(__file__).parent.parent / "assets" / "icon.png"  # the app's own picture
 ICON = "data:image/png;base64," + base64.b64encode(ICON_FILE.read_bytes()).decode("ascii")
-KEPT = 8  # versions of the pages kept (an edited app.py declares them anew)
-
-_made: dict[tuple, list[st.Page]] = {}
-_lock = threading.Lock()
 
 
 def pages(declare: Callable[[], list[st.Page]]) -> list[st.Page]:
-    """The pages ``declare()`` makes, made once per server (per version of its code, and
-    per folder of the app's main script, which their paths are relative to) and copied
-    for this run."""
+    """The pages ``declare()`` makes, made once per server (kept by the hub, per version of
+    its code and per folder of the app's main script, which their paths are relative to)
+    and copied for this run."""
     folder = private_api.main_script_folder()
     if folder is None:  # no script run (bare Python: st.Page makes an empty page anyway), or
         return declare()  # Streamlit's script run not readable (ui.private_api)
-    key = (declare.__code__, folder)
-    with _lock:
-        made = _made.get(key)
-    if made is None:
-        made = declare()
-        with _lock:
-            if len(_made) >= KEPT:
-                _made.clear()
-            _made[key] = made
+    made = Hub.current().pages.get((declare.__code__, folder), declare)  # kept: ui.hub.Made
     return [copy.copy(page) for page in made]

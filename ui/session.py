@@ -1,5 +1,6 @@
 """The session's state, behind one module: the experiment (mirrored in the URL), the
-session's identity and runs, the server's one training pool, and each page's own keys.
+session's identity and runs, the server's one training pool (the hub's, `ui.hub`), and
+each page's own keys.
 
 Widgets do not survive a page switch in Streamlit, so the `Experiment` lives under a
 plain session key and each page's widgets (keys prefixed with the page name) read from
@@ -10,14 +11,11 @@ its own values in a `PageState` declared at its top: the pages never touch
 
 from __future__ import annotations
 
-import logging
-import os
-
 import streamlit as st
 
 from ui import browsers
-from ui.lab import (SESSION_TTL_SECONDS, Classes, Experiment, JobPool, pins_everything,
-                    server_classes)
+from ui.hub import Hub
+from ui.lab import Classes, Experiment, JobPool, pins_everything
 
 EXPERIMENT = "experiment"
 URL_PROBLEMS = "url_problems"
@@ -73,38 +71,14 @@ class PageState:
         return kept[1]
 
 
-def _log_to_stderr() -> None:
-    """The library's log lines (a run trained, a run from the store, a damaged store entry)
-    in the server's output, once."""
-    logger = logging.getLogger("stacklab")
-    if not logger.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-
-
-@st.cache_resource
 def pool() -> JobPool:
-    """The server's training pool: one worker per CPU core, each torch op on one thread
-    (classroom budgets are the pool's default). Training runs at the page scripts' priority
-    unless ``STACKLAB_WORKER_NICE`` says otherwise: a class waits for its runs, and in the
-    load test a nice of 10 cost one link's 100 students about 1.7 s at p95 (README)."""
-    _log_to_stderr()
-    return JobPool(workers=int(os.environ.get("STACKLAB_WORKERS", os.cpu_count() or 1)),
-                   ttl_seconds=float(os.environ.get("STACKLAB_SESSION_TTL", SESSION_TTL_SECONDS)),
-                   threads_per_job=1, worker_nice=int(os.environ.get("STACKLAB_WORKER_NICE", 0)),
-                   owner_alive=browsers.connected)
+    """The server's training pool (`ui.hub.Hub.pool`: made at its first need)."""
+    return Hub.current().pool()
 
 
-@st.cache_resource
 def classes() -> Classes:
-    """The server's open classes (Learn's "Present this lesson to a class"): one per
-    server, like the pool, or with ``STACKLAB_RAY_ADDRESS`` the cluster's, shared by every
-    app server. A class ends when its teacher's session has not been seen for the session
-    TTL (`Classes`'s own, so a long lesson is not cut short: a ``ttl=`` here would drop
-    every open class that long after the first was made)."""
-    return server_classes(float(os.environ.get("STACKLAB_SESSION_TTL", SESSION_TTL_SECONDS)))
+    """The server's open classes (`ui.hub.Hub.classes`), or the Ray cluster's."""
+    return Hub.current().classes()
 
 
 def stored_run(key: str):

@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui.follow import VOTER_COOKIE, VOTER_HEADER, follow
+from ui.follow import follow
+from ui.wire import PREFIX, VOTER_COOKIE, VOTER_HEADER  # shared with the endpoints (ui.wire)
 
 __all__ = ["PREFIX", "VOTER_COOKIE", "VOTER_HEADER", "endpoint", "watch"]
-
-PREFIX = "/_stacklab/watch"  # the watch endpoints' paths (ui.endpoints), under the base URL path
 
 
 def endpoint(*parts: str) -> str:
