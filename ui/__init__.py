@@ -1,4 +1,5 @@
-"""The app's own package: what the pages (views/) stand on, split by job.
+"""The app's own package: what the pages (views/) and their parts (parts/) stand on, split
+by job.
 
 - `ui.session`: the session's state and its keys, the server's training pool, `PageState`
   (each page's own values, declared at its top);
