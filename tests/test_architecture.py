@@ -369,3 +369,17 @@ def test_the_apps_package_lists_every_module_it_holds():
     listed = set(re.findall(r"`ui\.(\w+)`", (APP / "ui" / "__init__.py").read_text(encoding="utf-8")))
     held = {path.stem for path in (APP / "ui").glob("*.py")} - {"__init__"}
     assert listed == held, {"not listed": sorted(held - listed), "no such module": sorted(listed - held)}
+
+
+@pytest.mark.parametrize("package", ["parts", "parts/classroom"])
+def test_the_parts_packages_list_every_module_they_hold(package):
+    """parts/__init__.py and parts/classroom/__init__.py name each module (and sub-package)
+    they hold, as ui/__init__.py does (ARCHITECTURE.md's "where to add" table points there)."""
+    import re
+
+    folder = APP / package
+    dotted = package.replace("/", ".")
+    listed = set(re.findall(rf"`{re.escape(dotted)}\.(\w+)`", (folder / "__init__.py").read_text()))
+    held = {path.stem for path in folder.glob("*.py")} - {"__init__"}
+    held |= {path.name for path in folder.iterdir() if (path / "__init__.py").exists()}
+    assert listed == held, {"not listed": sorted(held - listed), "no such module": sorted(listed - held)}
