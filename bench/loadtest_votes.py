@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from loadtest import (ROOT, AgentError, Server, Watch, class_size,  # noqa: E402
                       distribution, interact, nodes, texts, warm)
-from stacklab.serve.votes import VOTES_PER_SECOND  # noqa: E402
+from stacklab.serve.classroom.votes import VOTES_PER_SECOND  # noqa: E402
 
 STUDENTS = class_size(100)
 VOTE_WINDOW_SECONDS = 10.0  # each student votes within this long of seeing the step

@@ -24,7 +24,8 @@ import loadtest  # noqa: E402
 
 ROOT = Path(__file__).parent.parent
 PAGE_FILES = {"app.py", "train.py"}  # the page script's files as py-spy names them
-APP_FILES = PAGE_FILES | {p.name for p in (ROOT / "views").glob("*.py")}
+APP_FILES = PAGE_FILES | {p.name for p in (ROOT / "views").glob("*.py")} | {
+    p.name for p in (ROOT / "parts").rglob("*.py")}  # the pages and their parts
 FRAME = re.compile(r"(.*) \((.*):(\d+)\)$")
 
 
@@ -37,7 +38,7 @@ def student(server, query: dict) -> int:
 
 
 def is_app(path: str) -> bool:
-    return path in APP_FILES or path.startswith(("ui/", "stacklab/", "views/"))
+    return path in APP_FILES or path.startswith(("ui/", "stacklab/", "views/", "parts/"))
 
 
 def source_line(path: str, line: int) -> str:

@@ -65,22 +65,26 @@ def _library_reaches(path: Path) -> list[str]:
 
 
 PAGES = sorted((ROOT / "views").glob("*.py"))
-PAGE_IMPORTS = ("streamlit", "stacklab", "ui", "views", "hashlib", "json", "zlib", "__future__")
+PARTS = sorted((ROOT / "parts").rglob("*.py"))  # the pages' parts (parts/, parts/classroom/)
+PAGE_IMPORTS = ("streamlit", "stacklab", "ui", "parts", "hashlib", "html", "json", "zlib",
+                "__future__")
 
 
 def _page_problems(page: Path) -> list[str]:
-    """How ``page`` goes around `ui`: an import of the library's internals (they are
-    `ui.lab`'s), of anything but streamlit, `stacklab`, `ui` and the pages' parts, or a
-    use of ``st.session_state`` (a page's own values live in a `ui.session.PageState`)."""
+    """How ``page`` (a page or a page's part) goes around `ui`: an import of the library's
+    internals (they are `ui.lab`'s), of anything but streamlit, `stacklab`, `ui` and the
+    pages' parts, or a use of ``st.session_state`` (a page's own values live in a
+    `ui.session.PageState`)."""
     problems = _library_reaches(page)
     problems += [m for m, _ in _imports(page) if m.split(".")[0] not in PAGE_IMPORTS]
     return problems + (["session_state"] if "session_state" in page.read_text("utf-8") else [])
 
 
 def test_pages_use_the_library_and_session_state_only_through_ui():
-    """A page imports `stacklab`'s public names, `ui` and other pages' parts, and never
-    touches ``st.session_state``; of `ui`, only `ui.lab` reaches into the library."""
-    assert {page.name: _page_problems(page) for page in PAGES} == {page.name: [] for page in PAGES}
+    """A page and a page's part import `stacklab`'s public names, `ui` and the pages' parts,
+    and never touch ``st.session_state``; of `ui`, only `ui.lab` reaches into the library."""
+    checked = {str(path.relative_to(ROOT)): _page_problems(path) for path in PAGES + PARTS}
+    assert checked == {name: [] for name in checked}
     for module in sorted((ROOT / "ui").glob("*.py")):
         if module.name != "lab.py":
             assert not _library_reaches(module), (module.name, _library_reaches(module))
@@ -810,7 +814,7 @@ def test_a_run_whose_checkpoint_is_gone_says_so_instead_of_offering_its_files():
 def test_a_teacher_presents_a_lesson_and_the_class_follows_the_teachers_step():
     """Presenting a lesson opens a class: its short link (no token in it) beside the slide;
     the teacher's Next moves every student's page; only the teacher's session moves it."""
-    from stacklab.serve.classes import CLASS_ID_CHARS
+    from stacklab.serve.classroom.classes import CLASS_ID_CHARS
     from stacklab.serve.links.link_table import CLASS_ID_CHARS as LINK_ID_CHARS
 
     assert LINK_ID_CHARS == CLASS_ID_CHARS  # the link table reads the ids the classes make

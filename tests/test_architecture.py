@@ -23,7 +23,10 @@ SUBLAYERS = {
             "train": ("base", "measure"), "runs": ("base", "measure", "train"),
             "reports": ("base", "measure", "models", "figures", "train", "runs"),
             "lessons": ("base", "measure", "train")},
-    "serve": {"base": (), "links": ("base",), "workers": ("base",)},
+    # the classroom (classes, votes, voters, the cluster's classes actor) reaches the pool's
+    # side only for the Ray cluster's connection; links and workers know no classroom
+    "serve": {"base": (), "links": ("base",), "workers": ("base",),
+              "classroom": ("base", "workers")},
 }
 
 
@@ -161,13 +164,21 @@ def test_the_checker_sees_a_cycle(tmp_path, monkeypatch):
         test_no_module_level_import_cycle()
 
 
-def test_the_checker_sees_figures_reading_the_run_store(tmp_path, monkeypatch):
-    """The sub-layer rule can fail: a figure module importing the store is caught."""
+@pytest.mark.parametrize("module, source, caught", [
+    # a figure module reading the run store
+    ("stacklab.lab.figures.bad", "from ..runs.store import RunStore\n",
+     r"lab.figures.*stacklab.lab.runs.store"),
+    # the pool reaching into the classroom (the classroom builds on the workers, not back)
+    ("stacklab.serve.workers.bad", "from ..classroom.classes import Classes\n",
+     r"serve.workers.*stacklab.serve.classroom.classes")])
+def test_the_checker_sees_a_sub_layer_import_it_does_not_build_on(tmp_path, monkeypatch, module,
+                                                                   source, caught):
+    """The sub-layer rule can fail, in lab and in serve."""
     fake = tmp_path / "bad.py"
-    fake.write_text("from ..runs.store import RunStore\n")
-    monkeypatch.setitem(MODULES, "stacklab.lab.figures.bad", fake)
-    with pytest.raises(AssertionError, match=r"lab.figures.*stacklab.lab.runs.store"):
-        test_each_module_imports_only_its_sub_layer_and_those_it_builds_on("stacklab.lab.figures.bad")
+    fake.write_text(source)
+    monkeypatch.setitem(MODULES, module, fake)
+    with pytest.raises(AssertionError, match=caught):
+        test_each_module_imports_only_its_sub_layer_and_those_it_builds_on(module)
 
 
 def test_the_cycle_check_counts_type_checking_imports(tmp_path, monkeypatch):
@@ -208,9 +219,7 @@ def _warn_over_caps(paths: list[Path]) -> None:
 def test_modules_and_functions_past_their_size_caps_are_named():
     """No module of the library or the app over 450 lines, no function over 60: each one
     past its cap is named in a warning (the run's warning summary), never a failure."""
-    app = Path(__file__).resolve().parents[1]
-    _warn_over_caps([*MODULES.values(), *app.glob("*.py"), *app.glob("views/*.py"),
-                     *app.glob("ui/*.py")])
+    _warn_over_caps(_app_and_library())
 
 
 def test_the_size_check_names_what_is_too_long_and_does_not_fail(tmp_path):
@@ -228,9 +237,65 @@ def test_the_size_check_names_what_is_too_long_and_does_not_fail(tmp_path):
         f"past its size cap (split it by job): long.py:f: {FUNCTION_CAP + 1}"]
 
 
-# -- private APIs behind one door ----------------------------------------------------------
+# -- the app: pages, their parts, ui ---------------------------------------------------------
 
 APP = Path(__file__).resolve().parents[1]
+# The app's folders, each with what it may import of them: a page (views/) stands on the
+# pages' parts and ui; a part (parts/, parts/classroom/) on ui and other parts, never on a
+# page; ui on itself alone (it is what every page stands on).
+APP_LAYERS = {"views": ("parts", "ui"), "parts": ("parts", "ui"), "ui": ("ui",)}
+
+
+def _app_files() -> list[Path]:
+    return [*APP.glob("views/*.py"), *APP.glob("parts/**/*.py"), *APP.glob("ui/*.py")]
+
+
+def _app_layer_problems(path: Path, app: Path = APP) -> list[str]:
+    """The imports of ``path`` (a file of ``app``'s views/, parts/ or ui/) of an app folder
+    that its folder may not import."""
+    allowed = APP_LAYERS[path.relative_to(app).parts[0]]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.append(node.module or "")
+    return sorted(m for m in found if m.split(".")[0] in APP_LAYERS and m.split(".")[0] not in allowed)
+
+
+def test_pages_stand_on_parts_and_parts_on_ui():
+    """pages (views/) -> parts (parts/) -> ui: no page imports a page, no part a page, and
+    ui neither."""
+    assert APP.joinpath("parts", "classroom").is_dir()
+    wrong = {str(path.relative_to(APP)): found for path in _app_files()
+             if (found := _app_layer_problems(path))}
+    assert not wrong, f"imports against pages -> parts -> ui: {wrong}"
+
+
+def test_views_holds_the_pages_app_py_registers_and_nothing_else():
+    """views/ is the pages (app.py's ``st.Page`` lines); a page's part lives in parts/."""
+    import re
+
+    registered = set(re.findall(r"st\.Page\(\"(views/\w+\.py)\"", (APP / "app.py").read_text()))
+    held = {f"views/{path.name}" for path in APP.joinpath("views").iterdir()
+            if path.name != "__pycache__"}
+    assert len(registered) == 8 and held == registered, sorted(held ^ registered)
+
+
+def test_the_app_check_sees_a_part_importing_a_page_and_ui_a_part(tmp_path):
+    """The app's layer rule can fail: a part that imports a page, or ui a part, is caught."""
+    for folder, text, wrong in (("parts", "from views import learn\nfrom ui import session\n",
+                                 ["views"]),
+                                ("ui", "import parts.share_panel\nfrom ui.lab import LESSONS\n",
+                                 ["parts.share_panel"])):
+        planted = tmp_path / folder / "bad.py"
+        planted.parent.mkdir()
+        planted.write_text(text)
+        assert _app_layer_problems(planted, tmp_path) == wrong
+
+
+# -- private APIs behind one door ----------------------------------------------------------
+
 # The only modules that name Streamlit's or plotly's private names: each use there has a
 # public fallback (STACKLAB_PUBLIC_API_ONLY=1 forces them all; tests/test_public_api.py).
 PRIVATE_DOORS = {APP / "ui" / "private_api.py", ROOT / "lab" / "figures" / "plotly_private.py"}
@@ -273,7 +338,7 @@ def _private_names(path: Path) -> list[str]:
 
 
 def _app_and_library() -> list[Path]:
-    return [*MODULES.values(), *APP.glob("*.py"), *APP.glob("views/*.py"), *APP.glob("ui/*.py")]
+    return [*MODULES.values(), *APP.glob("*.py"), *_app_files()]
 
 
 def test_only_the_doors_name_streamlits_or_plotlys_private_names():
@@ -303,6 +368,20 @@ def test_the_apps_package_lists_every_module_it_holds():
 
     listed = set(re.findall(r"`ui\.(\w+)`", (APP / "ui" / "__init__.py").read_text(encoding="utf-8")))
     held = {path.stem for path in (APP / "ui").glob("*.py")} - {"__init__"}
+    assert listed == held, {"not listed": sorted(held - listed), "no such module": sorted(listed - held)}
+
+
+@pytest.mark.parametrize("package", ["parts", "parts/classroom"])
+def test_the_parts_packages_list_every_module_they_hold(package):
+    """parts/__init__.py and parts/classroom/__init__.py name each module (and sub-package)
+    they hold, as ui/__init__.py does (ARCHITECTURE.md's "where to add" table points there)."""
+    import re
+
+    folder = APP / package
+    dotted = package.replace("/", ".")
+    listed = set(re.findall(rf"`{re.escape(dotted)}\.(\w+)`", (folder / "__init__.py").read_text()))
+    held = {path.stem for path in folder.glob("*.py")} - {"__init__"}
+    held |= {path.name for path in folder.iterdir() if (path / "__init__.py").exists()}
     assert listed == held, {"not listed": sorted(held - listed), "no such module": sorted(listed - held)}
 
 

@@ -820,7 +820,7 @@ def test_three_students_follow_the_teachers_step_within_one_poll(server, browser
     """A teacher presents a lesson; three students open its class link (the QR code's
     content) in their own browsers; the teacher moves through three steps and every
     student's page shows step 3 within the poll interval, plus a small margin."""
-    from views.learn_class import POLL_SECONDS
+    from parts.classroom.room import POLL_SECONDS
 
     margin = 1.5  # the rerun that draws the new step, on two shared cores
     contexts = [browser.new_context(viewport={"width": 1366, "height": 768}) for _ in range(4)]

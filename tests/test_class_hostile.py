@@ -22,8 +22,8 @@ bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 loadtest = sys.modules["loadtest"]
 
-from stacklab.serve.classes import MAX_CLASSES  # noqa: E402
-from stacklab.serve.voters import ISSUE_BURST  # noqa: E402
+from stacklab.serve.classroom.classes import MAX_CLASSES  # noqa: E402
+from stacklab.serve.classroom.voters import ISSUE_BURST  # noqa: E402
 from ui.watch import PREFIX, VOTER_HEADER  # noqa: E402
 
 COUNTED = re.compile(r"(\d+) voted of (\d+) following")

@@ -1,5 +1,5 @@
 """Issue 42: a class no student can end and votes that count once. The voter identities
-the server issues (`stacklab.serve.voters`): signed, one per device and class, rate-bounded
+the server issues (`stacklab.serve.classroom.voters`): signed, one per device and class, rate-bounded
 per address; what `Classes` counts with them (following, votes, the voter cap); votes that
 carry their round; and the class cap that never ends a class whose teacher is here. The
 same hostile cases on the real server are in tests/test_class_hostile.py."""
@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from stacklab.core.errors import StackError
-from stacklab.serve.classes import CLASSES_PER_OPENER, MAX_CLASSES, TEACHER_HERE_SECONDS, Classes
-from stacklab.serve.voters import ISSUE_BURST, ISSUE_PER_SECOND, SECRET_ENV, Voters
-from stacklab.serve.votes import FOLLOWING_SECONDS, MAX_VOTERS
+from stacklab.serve.classroom.classes import CLASSES_PER_OPENER, MAX_CLASSES, TEACHER_HERE_SECONDS, Classes
+from stacklab.serve.classroom.voters import ISSUE_BURST, ISSUE_PER_SECOND, SECRET_ENV, Voters
+from stacklab.serve.classroom.votes import FOLLOWING_SECONDS, MAX_VOTERS
 
 CHOICES = ("at most 0.3", "above 0.3")
 

@@ -401,7 +401,8 @@ def test_every_figure_a_task_or_page_names_is_in_the_catalog():
     named |= {drawing.PATTERN_FALLBACK, drawing.PATTERN_WITHOUT_TABLE}
     named |= {spec.aligns_with for spec in figures.FIGURES if spec.aligns_with}
     root = Path(__file__).parent.parent
-    sources = [*root.glob("views/*.py"), *root.glob("ui/*.py"), *(root / "lib").rglob("*.py")]
+    sources = [*root.glob("views/*.py"), *root.glob("parts/**/*.py"), *root.glob("ui/*.py"),
+               *(root / "lib").rglob("*.py")]
     for path in sources:  # a key a page or the library names in code
         named |= set(re.findall(r"figure_spec\(\s*[\"'](\w+)[\"']", path.read_text()))
     for key in named:

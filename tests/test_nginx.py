@@ -9,7 +9,7 @@ nginx comes from `make test` (the ``nginx`` target, Debian's package); without i
 is skipped with the reason, except under ``STACKLAB_CI=1``, where it fails.
 
 A lesson's class (Learn's "Present this lesson") lives in its server's memory without Ray
-(`ui.session.server_classes`); across servers it needs ``STACKLAB_RAY_ADDRESS``, which
+(`ui.hub.Hub.classes`, `server_classes`); across servers it needs ``STACKLAB_RAY_ADDRESS``, which
 tests/test_ray_share.py covers. This class is the one every server shares through the run
 store: the teacher's ``run=`` link."""
 

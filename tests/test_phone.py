@@ -212,7 +212,7 @@ def test_students_follow_the_class_on_phones(server, browser):
     """A teacher (a laptop) presents a lesson; a student on each phone follows it: the new
     step within one poll as on a laptop, and Explore on my own and Follow the teacher
     again are thumb-sized."""
-    from views.learn_class import POLL_SECONDS
+    from parts.classroom.room import POLL_SECONDS
 
     margin = 1.5  # the rerun that draws the new step, on two shared cores (as test_browser)
     teacher = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()

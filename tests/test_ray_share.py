@@ -35,7 +35,7 @@ SERVER = r'''
 import json, logging, sys, threading, time
 from stacklab.lab.settings import TrainConfig
 from stacklab.core.errors import StackError
-from stacklab.serve.workers import server_classes
+from stacklab.serve.classroom import server_classes
 from stacklab.serve.workers.pool import JobPool
 
 logging.basicConfig(level=logging.INFO)  # the pool's log: the server's log file
@@ -67,7 +67,11 @@ def handle_class(cmd):
             view = classes.move(cmd["class"], cmd["token"], cmd["step"])
         elif cmd["do"] == "class_call":  # the votes: any method of the classes, by name
             import dataclasses
-            found = getattr(classes, cmd["method"])(*cmd["args"])
+            try:
+                method = getattr(classes, cmd["method"])
+            except AttributeError as err:  # not a public method of Classes: not forwarded
+                return {"id": None, "refused": f"AttributeError: {err}"}
+            found = method(*cmd["args"])
             plain = lambda x: dataclasses.asdict(x) if dataclasses.is_dataclass(x) else x
             return {"id": None, "kept": type(classes).outlives_restart,
                     "answer": [plain(x) for x in found] if isinstance(found, tuple)
@@ -346,6 +350,28 @@ def test_a_class_opened_on_one_app_server_is_followed_and_moved_from_the_other(s
     refused = b.ask(do="class_move", step=0, token="a student's guess", **{"class": opened["id"]})
     assert refused["refused"].startswith("E_VALUE: only the teacher's session moves")
     assert b.ask(do="class_follow", **{"class": "00000000"})["view"] is None
+    # one generic proxy: every public method of Classes is answered by the actor, by name ...
+    call = functools.partial(b.ask, do="class_call")
+    assert call(method="heartbeat", args=[opened["id"], opened["token"]])["answer"] is True
+    assert call(method="is_voter", args=[opened["id"], "made-up"])["answer"] is False
+    # ... and nothing else: a private method is refused here, never sent to the cluster
+    hidden = call(method="_teachers_locked", args=[opened["id"], opened["token"]])
+    assert hidden["refused"].startswith("AttributeError: ClusterClasses forwards only public")
+    assert call(method="close", args=[opened["id"], opened["token"]])["answer"] is None
+    assert a.ask(do="class_follow", **{"class": opened["id"]})["view"] is None
+
+
+def test_the_cluster_classes_write_no_method_of_classes_by_hand():
+    """`ClusterClasses` forwards `Classes`'s public methods through `ActorProxy` alone:
+    neither defines one of them, so a method added to `Classes` needs nothing here."""
+    from stacklab.serve.classroom.classes import Classes
+    from stacklab.serve.classroom.cluster import ActorProxy, ClusterClasses, public_methods
+
+    forwarded = public_methods(Classes)
+    assert {"open", "move", "follow", "vote", "tally", "close"} <= forwarded
+    assert not {name for name in Classes.__dict__ if name.startswith("_")} & forwarded
+    written = {name for cls in (ActorProxy, ClusterClasses) for name in vars(cls)}
+    assert not written & forwarded
 
 
 def test_votes_on_two_app_servers_add_up_on_the_classes_actor_and_outlive_a_restart(servers,

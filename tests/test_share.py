@@ -469,7 +469,7 @@ def test_students_follow_the_teachers_step_within_one_poll():
     import threading
     import time
 
-    from stacklab.serve.classes import Classes
+    from stacklab.serve.classroom.classes import Classes
 
     POLL = 0.05
     classes = Classes(ttl_seconds=60)
@@ -505,7 +505,7 @@ def test_students_follow_the_teachers_step_within_one_poll():
 
 
 def test_a_class_ends_when_its_teacher_is_gone_for_its_ttl():
-    from stacklab.serve.classes import Classes
+    from stacklab.serve.classroom.classes import Classes
 
     now = [0.0]
     classes = Classes(ttl_seconds=30, clock=lambda: now[0])

@@ -1,5 +1,5 @@
 """A class's votes (issue 36, peer instruction): the vote store's bounds and forged votes
-(`stacklab.serve.votes` through `Classes`), the CSV that names no student, and the pages:
+(`stacklab.serve.classroom.votes` through `Classes`), the CSV that names no student, and the pages:
 a following student's prediction as a vote, the teacher's projector, the class summary."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import io
 import pytest
 
 from stacklab.core.errors import StackError
-from stacklab.serve.classes import Classes
-from stacklab.serve.votes import (FOLLOWING_SECONDS, MAX_VOTERS, VOTES_PER_SECOND, by_step,
+from stacklab.serve.classroom.classes import Classes
+from stacklab.serve.classroom.votes import (FOLLOWING_SECONDS, MAX_VOTERS, VOTES_PER_SECOND, by_step,
                                   votes_csv)
 
 CHOICES = ("below 0.9", "at least 0.9")

@@ -20,7 +20,7 @@ import pytest
 
 from test_browser import (_models_folder, browser, present_lesson, reason,  # noqa: F401
                           server, start_streamlit)
-from stacklab.serve.classes import Classes
+from stacklab.serve.classroom.classes import Classes
 from ui.watch import PREFIX, VOTER_HEADER
 
 pytestmark = pytest.mark.skipif(reason is not None, reason=reason or "")

@@ -1,4 +1,5 @@
-"""The app's own package: what the pages (views/) stand on, split by job.
+"""The app's own package: what the pages (views/) and their parts (parts/) stand on, split
+by job.
 
 - `ui.hub`: the server's state in one object (`Hub`: the training pool, the classes, the
   polls' load, the live runs' pictures, the browser sessions, the made pages, the

@@ -5,7 +5,7 @@ seconds, answered from what the server holds, with no script run.
   or never was), bumped when its teacher moves, opens a vote round or reveals one. The
   follower's voter identity (header `ui.watch.VOTER_HEADER`) counts the page as following,
   for the projector's "N voted of M following", and in the backpressure, when the server
-  issued it for this class (`stacklab.serve.voters`); a made-up one counts nothing.
+  issued it for this class (`stacklab.serve.classroom.voters`); a made-up one counts nothing.
 - ``GET /_stacklab/watch/votes/ID``: the class's votes version (`Classes.votes_version`:
   changed by each vote, by the number following and by the teacher's moves), which the
   teacher's projector watches to redraw its count; ``"ended"`` as above. It needs no

@@ -29,10 +29,10 @@ from stacklab.serve.limits import (MAX_LINK_STACK_CHARS, MAX_STACK_CHARS, MODELS
 from stacklab.serve.links.changes import (announcement, changed_since, holding,
                                           preset_announcement, stale_note)
 from stacklab.serve.links.experiment import Experiment, Link, presets, read_link, write_link
-from stacklab.serve.classes import Classes, ClassView
-from stacklab.serve.votes import (Round, Tally, by_step, new_voter_token, step_table,
-                                  votes_csv)
-from stacklab.serve.workers import server_classes
+from stacklab.serve.classroom import server_classes
+from stacklab.serve.classroom.classes import Classes, ClassView
+from stacklab.serve.classroom.votes import (Round, Tally, by_step, new_voter_token, step_table,
+                                            votes_csv)
 from stacklab.serve.links.link_table import LINK_VALUES, parse_compare, parse_values, write_values
 from stacklab.serve.links.projector import best_head_figure
 from stacklab.serve.links.share import (ALL_PINS, experiment_of_run, lan_address,
@@ -64,7 +64,7 @@ __all__ = [
     "Round", "Tally", "by_step", "new_voter_token", "step_table", "votes_csv",
     # Explore
     "MAX_UPLOAD_BYTES", "UPLOAD_LIMIT", "report_html", "tensor_names", "file_name", "run_name",
-    # Explore's real-model section (views/explore_table.py, ui/tables.py)
+    # Explore's real-model section (parts/explore_table.py, ui/tables.py)
     "MODELS_DIR_ENV", "TableView", "cached_models", "extract_snippet", "model_request",
     "model_under", "models_under", "table_report_html", "upload_request",
     # the classroom: the share panel and the projector

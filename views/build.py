@@ -9,7 +9,7 @@ from ui import controls, scripts, session, urls
 from ui.lab import (DTYPES, MAX_STACK_CHARS, PARAM_BUDGET_BYTES, annotate, bind_args,
                     default_node_name, editing, holding, is_branching, presets)
 from ui.markdown import plain, show_error
-from views import share_panel
+from parts import share_panel
 
 PAGE = "build"
 state = session.PageState(PAGE, "preset", "add_position", "add_name", "added", "export")

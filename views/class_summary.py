@@ -8,11 +8,11 @@ import streamlit as st
 from ui import urls
 from ui.lab import LESSONS, by_step, step_table
 from ui.markdown import plain
-from views import learn_votes
+from parts.classroom import votes
 
 urls.start(own={})  # its address holds nothing: Back leads out of it, not to itself
 st.title("Class summary")
-class_id, rounds = learn_votes.class_rounds()
+class_id, rounds = votes.class_rounds()
 if not rounds:
     st.info("No votes yet. Present a lesson to a class on Learn: while it is on a step, each "
             "student's prediction is a vote, and this page lists them, step by step.",
@@ -23,7 +23,7 @@ if not rounds:
 st.caption(f"Class `{plain(str(class_id), 20)}`: each "
            "step's rounds of votes side by side (round 2 after the discussion), and the "
            "number of the run the teacher revealed. Counts only: no student is named.")
-learn_votes.download(st, "summary_csv")
+votes.download(st, "summary_csv")
 for rounds_of_step in by_step(rounds):
     first = rounds_of_step[0]
     lesson = LESSONS.get(first.lesson)

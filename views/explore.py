@@ -6,7 +6,7 @@ from stacklab import StackError, Status
 from ui import figures, live_run, scripts, session, tables, urls
 from ui.lab import report_html, run_name
 from ui.markdown import plain, show_error
-from views import explore_table, share_panel
+from parts import explore_table, share_panel
 
 state = session.PageState("explore", "node")
 urls.start()

@@ -1,7 +1,7 @@
 """Learn: the lessons, a step at a time (predict, run with one click on the shared pool, see
 the one figure that matters with its number, read why, try the next thing), and the
 glossary. ``/learn?lesson=ID&step=N`` opens a step; ``view=present`` shows it from the
-front, and a teacher presenting it to a class (views/learn_class.py) is followed by the
+front, and a teacher presenting it to a class (parts/classroom/) is followed by the
 students on ``/learn?class=ID``."""
 
 import streamlit as st
@@ -10,7 +10,7 @@ from stacklab import StackError, Status
 from ui import figures, glossary, lessons, live_run, present, scripts, session, urls
 from ui.lab import LINK_VALUES, SETTINGS, check, fill, parse_values, read_link
 from ui.markdown import plain, show_error
-from views import learn_class, learn_upload, learn_votes
+from parts.classroom import room, upload, votes
 
 state = session.PageState("learn", "lesson", "step", "predict", "guess", "predictions", "at",
                           "jobs", "error", "shown")
@@ -23,24 +23,24 @@ def go(lesson_id: str | None, number: int = 1) -> None:
     in the address."""
     state["lesson"], state["step"] = lesson_id, number
     if lesson_id is not None:
-        learn_class.moved(lesson_id, number)  # the teacher's class follows (only with its token)
-        if learn_class.state.get("token"):
-            lessons.presented(learn_class.state["id"], lesson_id)  # an upload reaches it
+        room.moved(lesson_id, number)  # the teacher's class follows (only with its token)
+        if room.state.get("token"):
+            lessons.presented(room.state["id"], lesson_id)  # an upload reaches it
     urls.show_own(address())
 
 
 def present_class(lesson_id: str, number: int) -> None:
     """Present the lesson to a class from this step: a teacher's upload reaches that class
     (and no other)."""
-    if learn_class.present_to_class(lesson_id, number):  # at the cap: refused, and said
-        lessons.presented(learn_class.state["id"], lesson_id)
+    if room.present_to_class(lesson_id, number):  # at the cap: refused, and said
+        lessons.presented(room.state["id"], lesson_id)
 
 
 def address() -> dict[str, str]:
     """The page's address: ``class=ID`` while following a class, else ``lesson=ID&step=N``
     of the step on show (``view=present`` from the front), or nothing."""
-    if learn_class.following():
-        return learn_class.class_address()
+    if room.following():
+        return room.class_address()
     if not state.get("lesson") or lessons.is_upload(state["lesson"]):  # no link opens an upload
         return {}
     return {"lesson": state["lesson"], "step": str(state.get("step", 1)),
@@ -55,12 +55,12 @@ def read_address() -> None:
     if "lesson" in values:
         state["lesson"], state["step"] = values["lesson"], values.get("step", 1)
     if "class" in values:
-        learn_class.join(values["class"])
+        room.join(values["class"])
 
 
 read_address()
-teacher = learn_class.teaching()  # this session presents a class (and says it is there)
-followed = learn_class.followed()  # the class this session follows: the teacher's step
+teacher = room.teaching()  # this session presents a class (and says it is there)
+followed = room.followed()  # the class this session follows: the teacher's step
 if followed is not None:
     state["lesson"], state["step"] = followed.lesson, followed.step
 urls.start(own=address())
@@ -72,13 +72,13 @@ if presenting:
 else:
     st.title("Learn")
 scripts.show_url_problems()
-learn_class.show_problem()
+room.show_problem()
 if not teacher:
-    learn_class.student_bar(followed)
-    learn_votes.ended_class_line()
+    room.student_bar(followed)
+    votes.ended_class_line()
 elif not presenting:
-    learn_class.teacher_bar()
-    learn_votes.after_class(st)
+    room.teacher_bar()
+    votes.after_class(st)
 
 
 def lesson_list() -> None:
@@ -91,7 +91,7 @@ def lesson_list() -> None:
                      f"{plain(lesson.summary, 600)}")
         box.button("Start", key=f"learn_start_{lesson.id}", on_click=go, args=(lesson.id,),
                    icon=":material/play_arrow:")
-    learn_upload.upload_panel(go)
+    upload.upload_panel(go)
 
 
 def options(step) -> tuple[str, str]:
@@ -127,7 +127,7 @@ def prediction(where: tuple, step) -> tuple[str | None, str]:
                                 where: {"predict": state.get(radio), "guess": state["guess"]}}
 
     def keep_and_vote():
-        if followed is not None and followed.round and not learn_votes.send(
+        if followed is not None and followed.round and not votes.send(
                 where[1], state[radio], where[2]):
             state[radio] = None  # not counted: the choices show none picked
         keep()
@@ -135,13 +135,13 @@ def prediction(where: tuple, step) -> tuple[str | None, str]:
     st.markdown(f"**Predict.** {plain(step.question, 400)}")
     guess = st.text_input("Your answer, in your own words", key=state.key("guess"),
                           on_change=keep, placeholder="optional: what do you expect, and why?")
-    closed = learn_votes.closed(followed)  # revealed: the round's choices take no votes
+    closed = votes.closed(followed)  # revealed: the round's choices take no votes
     chosen = st.radio(f"And the number: {plain(step.expect.label, 200)} will be", options(step),
                       index=None, key=state.key(radio), on_change=keep_and_vote,
                       horizontal=True, disabled=closed,
                       help="Closed: the teacher revealed the answer" if closed else None)
     if followed is not None:
-        learn_votes.student_line(followed, where[1], step.expect.label)
+        votes.student_line(followed, where[1], step.expect.label)
     return chosen, guess
 
 
@@ -279,7 +279,7 @@ def run_button(where: tuple, step, predicted: str | None) -> None:
     voting = followed is not None and followed.voting  # the teacher reveals it first
     why = ("In class, the run comes once the teacher reveals the answer." if voting else
            "Predict first: the run then answers your prediction."
-           if predicted is None and not learn_votes.closed(followed) else None)
+           if predicted is None and not votes.closed(followed) else None)
     button, reason = st.columns([1, 2], vertical_alignment="center")
     button.button("Run the experiment", type="primary", icon=":material/play_arrow:",
                   key="learn_run", disabled=why is not None, on_click=run_step,
@@ -297,7 +297,7 @@ def step_view(lesson, step, number: int) -> None:
                   args=(None,), type="tertiary")
     with st.container(key="learn_step_head"):
         st.header(plain(lesson.title, 200))
-        learn_upload.unchecked_note(lesson)
+        upload.unchecked_note(lesson)
         st.progress(number / len(lesson.steps),
                     text=f"Step {number} of {len(lesson.steps)}: **{plain(step.title, 200)}**")
     if followed is not None and state.get("shown") not in (None, where):
@@ -312,7 +312,7 @@ def step_view(lesson, step, number: int) -> None:
     revealed, beside = True, None
     if teacher and presenting:  # the room votes first; Reveal runs the step
         predicted, guess = None, ""
-        revealed, beside = learn_votes.projector(
+        revealed, beside = votes.projector(
             step.question, step.expect.label, options(step), lambda: run_step(where, step),
             lambda: measured(where, step))
     else:
@@ -349,7 +349,7 @@ def step_view(lesson, step, number: int) -> None:
 def shown_step(lesson_id: str, number: int):
     """The lesson and step to show; a step the lesson lacks is said, and its first shown
     (a lesson this session cannot open, e.g. another session's upload: the list)."""
-    class_id = learn_class.state.get("id") if followed is not None else None
+    class_id = room.state.get("id") if followed is not None else None
     try:
         return lessons.step_of(lesson_id, number, class_id)
     except StackError as err:
@@ -370,8 +370,8 @@ if lesson is not None:
         slide, side = st.columns([3, 1], gap="large")
         with slide, st.container(key="present"):
             step_view(lesson, step, lesson.steps.index(step) + 1)
-        learn_class.class_panel(side)
-        learn_votes.after_class(side)
+        room.class_panel(side)
+        votes.after_class(side)
     elif presenting:
         with st.container(key="present"):
             step_view(lesson, step, lesson.steps.index(step) + 1)

@@ -7,7 +7,7 @@ from ui import browsers, controls, live_run, polls, scripts, session, urls
 from ui.figures import prepared_chart, still_html
 from ui.lab import SETTINGS, annotate, available_devices, length_rows
 from ui.markdown import plain, show_error
-from views import share_panel
+from parts import share_panel
 
 PAGE = "train"
 state = session.PageState(PAGE, "error", "pattern_hover", "interactive")

@@ -140,7 +140,7 @@ def parse_view(raw: str) -> tuple[str | None, str | None]:
     return None, f"view={shown(raw)} is not one of {', '.join(VIEWS)}"
 
 
-CLASS_ID_CHARS = 8  # a class's id (`stacklab.serve.classes.CLASS_ID_CHARS`), short for a QR code
+CLASS_ID_CHARS = 8  # a class's id (`serve.classroom.classes.CLASS_ID_CHARS`), short for a QR code
 
 
 def parse_class(raw: str) -> tuple[str | None, str | None]:

@@ -9,15 +9,16 @@ to explore and rejoin (following is reading, nothing to undo). A class ends when
 teacher's session has not been seen (`Classes.heartbeat`, each move counts too) for
 ``ttl_seconds``.
 
-A class also holds its students' votes (`stacklab.serve.votes`): the teacher's page opens
-a round on a step asking a prediction (`Classes.open_vote`), each student's session votes
-(`Classes.vote`: the current step only, no name, the last vote counts), the projector reads
-the count (`Classes.tally`), and the teacher reveals the run's answer and may ask for a
-second round. The projector watches the class's votes version (`Classes.votes_version`:
-the class's version, its accepted votes and how many follow), which changes at each vote,
-so the teacher's page redraws its count when a vote came in, and the students' pages
-(which watch the class's version) do not. Votes live where the class lives: in this server's memory (a restart loses
-them) or on the Ray cluster's classes actor (they outlive an app server's restart).
+A class also holds its students' votes (`stacklab.serve.classroom.votes`): the teacher's
+page opens a round on a step asking a prediction (`Classes.open_vote`), each student's
+session votes (`Classes.vote`: the current step only, no name, the last vote counts), the
+projector reads the count (`Classes.tally`), and the teacher reveals the run's answer and
+may ask for a second round. The projector watches the class's votes version
+(`Classes.votes_version`: the class's version, its accepted votes and how many follow),
+which changes at each vote, so the teacher's page redraws its count when a vote came in,
+and the students' pages (which watch the class's version) do not. Votes live where the
+class lives: in this server's memory (a restart loses them) or on the Ray cluster's
+classes actor (`stacklab.serve.classroom.cluster`: they outlive an app server's restart).
 
 >>> classes = Classes(ttl_seconds=60)
 >>> opened = classes.open("why_positions")
@@ -39,8 +40,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..core.errors import StackError, shown
-from .limits import SESSION_TTL_SECONDS
+from ...core.errors import StackError, shown
+from ..limits import SESSION_TTL_SECONDS
 from .voters import Voters
 from .votes import Round, Tally, Votes
 
@@ -173,8 +174,9 @@ class Classes:
 
     def issue_voter(self, class_id: str, address: str | None) -> str | None:
         """A new voter identity for a device at ``address`` that follows ``class_id``
-        (`stacklab.serve.voters`), or None when the class has ended or that address has had
-        its share of new identities for now (its page asks again at its next poll)."""
+        (`stacklab.serve.classroom.voters`), or None when the class has ended or that
+        address has had its share of new identities for now (its page asks again at its
+        next poll)."""
         with self._lock:
             self._forget_idle_locked()
             if str(class_id) not in self._classes:

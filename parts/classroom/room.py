@@ -1,9 +1,9 @@
 """Learn's class: a teacher presents a lesson from the front and the students on
 the class link (``/learn?class=ID``) follow the teacher's step. Not a page of its own:
 views/learn.py calls these. The class (its lesson, its step, its presenter token) is kept
-by the server (`stacklab.serve.classes`, one `session.classes()` per server, or the Ray
-cluster's with ``STACKLAB_RAY_ADDRESS``); the token
-stays in the teacher's session, never in a link, so only the teacher moves the class."""
+by the server (`stacklab.serve.classroom`, one `session.classes()` per server, or the Ray
+cluster's with ``STACKLAB_RAY_ADDRESS``); the token stays in the teacher's session, never
+in a link, so only the teacher moves the class."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ui import polls, session, urls
 from ui.watch import VOTER_COOKIE, endpoint, watch
 from ui.lab import LINK_VALUES, ClassView, qr_png, write_values
 from ui.markdown import show_error
-from views.share_panel import UNREACHABLE_QR, reachable_address, unreachable
+from parts.share_panel import UNREACHABLE_QR, reachable_address, unreachable
 
 state = session.PageState("class", "id", "token", "following", "ended", "qr", "problem",
                           "voter", "rounds")

@@ -6,8 +6,8 @@ The votes of one step and one round are a `Ballot`: the choices the step offers,
 choice per voter (a random token a student's session keeps: no name, never shown, never
 written out), and, once the teacher revealed, the run's number and the choice it supports.
 `Votes` holds a class's ballots, its voters' recent votes (the flood limit) and who follows
-the class now; `stacklab.serve.classes.Classes` keeps one per class and calls it under its
-lock, so these classes are not thread-safe on their own.
+the class now; `classes.Classes` keeps one per class and calls it under its lock, so these
+classes are not thread-safe on their own.
 
 >>> votes = Votes()
 >>> votes.open("positions", 2, ("below 0.9", "at least 0.9"))
@@ -33,7 +33,7 @@ import secrets
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..core.errors import StackError, shown
+from ...core.errors import StackError, shown
 
 MAX_VOTERS = 500  # the voters who follow one class now; a 501st new voter is refused (voters
 # who stopped following keep their votes but make room: a script's idle identities fill nothing)
@@ -88,7 +88,7 @@ class Tally:
 
     rounds: tuple[Round, ...]
     following: int
-    version: str = ""  # the class's votes version when counted (`stacklab.serve.classes`)
+    version: str = ""  # the class's votes version when counted (`Classes.votes_version`)
 
     @property
     def latest(self) -> Round | None:

@@ -5,10 +5,10 @@ A voter identity is a random nonce and its HMAC-SHA256 under the server's secret
 one class: ``NONCE`` (12 url-safe characters) then ``SIGNATURE`` (22), 34 characters in
 all. The student's browser keeps it (a cookie per class, `ui.watch`) and the page sends it
 back at each read of the class; only an identity whose signature checks for that class is
-counted as following, voting or polling (`stacklab.serve.classes.Classes`). The secret is
-the server's own (made at start, or ``STACKLAB_SECRET``, the same on every app server of a
-deployment); on a Ray cluster the classes actor holds it, so every app server checks the
-same identities.
+counted as following, voting or polling (`classes.Classes`). The secret is the server's
+own (made at start, or ``STACKLAB_SECRET``, the same on every app server of a deployment);
+on a Ray cluster the classes actor holds it, so every app server checks the same
+identities.
 
 New identities are rate-bounded per client address by a token bucket (`ISSUE_BURST`
 at once, then `ISSUE_PER_SECOND`): a room of phones behind one address gets in at once,

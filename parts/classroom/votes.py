@@ -1,19 +1,21 @@
 """Learn's votes (peer instruction): a student following a class sends their prediction to
 it; the teacher's projector shows how the room voted, reveals the run's answer, and may
-ask the room to vote again. Not a page of its own: views/learn.py calls these. The votes
-are kept by the class (`stacklab.serve.votes` through `session.classes()`): counts only,
-each student's session known by a random token, never by a name."""
+ask the room to vote again. Not a page of its own: views/learn.py calls these, and the
+class summary page (views/class_summary.py) its rounds and CSV; `projected` draws the count.
+The votes are kept by the class (`stacklab.serve.classroom.votes` through
+`session.classes()`): counts only, each student's session known by a random voter
+identity, never by a name."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from stacklab import StackError
-from ui import polls, present, session
+from ui import polls, session
 from ui.lab import ClassView, Round, votes_csv
 from ui.markdown import plain, show_error
 from ui.watch import endpoint, watch
-from views import learn_class
+from parts.classroom import projected, room
 
 state = session.PageState("votes", "sent", "problem")
 
@@ -28,7 +30,7 @@ def send(number: int, choice: str | None, in_round: int | None = None) -> bool:
     the page showed): it goes to the class (the last vote counts; one cast in a round that
     is over counts nothing). Whether it counted: a refusal is kept for `student_line`,
     which says what happened."""
-    voter = learn_class.voter()
+    voter = room.voter()
     if choice is None:
         return False
     if voter is None:
@@ -37,7 +39,7 @@ def send(number: int, choice: str | None, in_round: int | None = None) -> bool:
             "network at once", node="the vote", hint="pick your choice again in a few seconds")
         return False
     try:
-        counted_in = session.classes().vote(learn_class.state["id"], voter, number, choice,
+        counted_in = session.classes().vote(room.state["id"], voter, number, choice,
                                             in_round)
     except StackError as err:
         state["problem"] = err
@@ -102,7 +104,7 @@ def told(view: ClassView, label: str, mine: str | None) -> None:
 # -- the projector ---------------------------------------------------------------------------
 
 def _class() -> tuple[str, str]:
-    return learn_class.state["id"], learn_class.state["token"]
+    return room.state["id"], room.state["token"]
 
 
 def projector(question: str, label: str, choices: tuple[str, ...], reveal, measured):
@@ -118,7 +120,7 @@ def projector(question: str, label: str, choices: tuple[str, ...], reveal, measu
     except StackError as err:  # the class has ended: the page says so at its next run
         show_error(err)
         return True, None
-    present.question_line(st, question, f"{label} will be")
+    projected.question_line(st, question, f"{label} will be")
     votes, beside = (st.columns(2, gap="large") if latest.revealed else (st.container(), None))
     with votes:
         count(measured)
@@ -161,7 +163,7 @@ def count(measured) -> None:
     `ui.polls.every("votes")` without a script run) and this fragment reruns only when a
     vote came in or the number following changed; between Reveal and the run's number,
     at each interval (the run is this page's, not the class's)."""
-    if not learn_class.state.get("token"):  # ended while this ran alone (End's own run was
+    if not room.state.get("token"):  # ended while this ran alone (End's own run was
         st.rerun(scope="app")  # cut short by this fragment's): the whole page says so
     try:
         tally = session.classes().tally(*_class())
@@ -173,14 +175,14 @@ def count(measured) -> None:
         show_error(err)
         return
     waiting = tally.latest.revealed and tally.latest.value is None
-    watch(endpoint("votes", learn_class.state["id"]), WAITING if waiting else tally.version,
+    watch(endpoint("votes", room.state["id"]), WAITING if waiting else tally.version,
           polls.every("votes"), key="votes_watch")
     with st.container(key="votes_count"):
-        present.voted_line(st, tally.latest.voted, tally.following)
+        projected.voted_line(st, tally.latest.voted, tally.following)
         shown = tally.rounds[-ROUNDS_SHOWN:]
         for column, counted in zip(st.columns(len(shown), gap="large"), shown):
             title = f"Round {counted.round}" + (" · revealed" if counted.revealed else "")
-            present.vote_bars(column, counted, title)
+            projected.vote_bars(column, counted, title)
 
 
 # -- after class ------------------------------------------------------------------------------
@@ -188,18 +190,18 @@ def count(measured) -> None:
 def class_rounds() -> tuple[str | None, tuple[Round, ...]]:
     """This session's class and every round of it: read from the class while it is open,
     else the ones kept when the teacher ended it (none when it presented no class)."""
-    if learn_class.state.get("token"):
+    if room.state.get("token"):
         try:
-            return learn_class.state["id"], session.classes().rounds(*_class())
+            return room.state["id"], session.classes().rounds(*_class())
         except StackError:
             pass
-    return learn_class.state.get("rounds") or (None, ())
+    return room.state.get("rounds") or (None, ())
 
 
 def ended_class_line() -> None:
     """On Learn, once the teacher ended the class: its votes are still here to read."""
     class_id, rounds = class_rounds()
-    if rounds and not learn_class.state.get("token"):
+    if rounds and not room.state.get("token"):
         box = st.container(border=True, key="votes_ended_bar")
         box.markdown(f"Your class `{class_id}` has ended; its votes are kept in this session.")
         after_class(box)
@@ -207,8 +209,8 @@ def ended_class_line() -> None:
 
 def download(container, key: str) -> None:
     """The class's votes as CSV (counts only, no student), made when pressed."""
-    kept = learn_class.state.get("rounds")
-    class_id = learn_class.state.get("id") or (kept[0] if kept else None)
+    kept = room.state.get("rounds")
+    class_id = room.state.get("id") or (kept[0] if kept else None)
     container.download_button("Download the votes (CSV)", key=key, data=csv_maker(),
                               file_name=f"class-{class_id or 'votes'}.csv",
                               mime="text/csv", icon=":material/download:", on_click="ignore")
@@ -220,8 +222,8 @@ def csv_maker():
     the classes, this class's id and token (its votes up to the click), and the rounds kept
     when the teacher ended it."""
     classes = session.classes()
-    class_id, token = learn_class.state.get("id"), learn_class.state.get("token")
-    kept = (learn_class.state.get("rounds") or (None, ()))[1]
+    class_id, token = room.state.get("id"), room.state.get("token")
+    kept = (room.state.get("rounds") or (None, ()))[1]
 
     def make() -> str:
         if token:
