@@ -18,6 +18,9 @@ seconds, answered from what the server holds, with no script run.
   ``GET /_stacklab/watch/run/KEY/pictures?kind=...``: its newest pictures, as markup.
 - ``GET /_stacklab/watch/sessions/KEY``: how many sessions are on run ``KEY`` now, as
   its version (`ui.live_run.sessions_answer`): the share panel's count.
+- ``GET /_stacklab/watch/table/ID``: a table's analysis (`TableJob.id`), its version
+  (`TableView.version`: its status and the worker's stage; ``"ended"`` for a job this
+  server no longer holds), which Explore's progress follows (`ui.tables.wait_for`).
 
 Each answer is ``{"v": VERSION, "every": SECONDS}``: ``every`` is the interval this
 page should ask at, which the server widens under load (`ui.polls`); each request is
@@ -89,6 +92,17 @@ def _run_key(request: Request) -> str | None:
     return key if KEY.fullmatch(key) else None  # not a run key: nothing to look up
 
 
+def _table_version(job_id: str) -> str:
+    job = session.pool().tables.find(job_id)
+    return "ended" if job is None else job.view().version
+
+
+async def table_version(request: Request) -> JSONResponse:
+    version, cpu = _timed(_table_version, request.path_params["job_id"])
+    polls.count(_asker(request), cpu)
+    return _answer(version, "table")
+
+
 def _asker(request: Request) -> str:
     return f"run:{request.client.host if request.client else ''}"
 
@@ -136,4 +150,5 @@ ROUTES = [
     Route(f"{PREFIX}/run/{{key}}/pictures", run_pictures, methods=["GET"]),
     Route(f"{PREFIX}/votes/{{class_id}}", votes_version, methods=["GET"]),
     Route(f"{PREFIX}/sessions/{{key}}", run_sessions, methods=["GET"]),
+    Route(f"{PREFIX}/table/{{job_id}}", table_version, methods=["GET"]),
 ]
