@@ -36,9 +36,10 @@ def interval(base: float) -> float:
 def base_seconds(follows: str, view=None) -> float | None:
     """How often a page that follows ``follows`` asks on its own: a class (``"class"``) or
     its votes (``"votes"``), the share panel's count of sessions on a run (``"share"``)
-    and a table's analysis (``"table"``) at their own pace; a run (``"run"``, its ``view``) often while
-    it trains, seldom while it waits (further back than the next to start, seldom still),
-    and less often when many sessions watch it; None once it has ended."""
+    and a table's analysis (``"table"``) at their own pace; a run (``"run"``, its
+    ``view``) often while it trains, seldom while it waits (further back than the next to
+    start, seldom still), and less often when many sessions watch it; None once it has
+    ended."""
     if follows == "class":
         return CLASS_SECONDS
     if follows == "votes":
