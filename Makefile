@@ -29,7 +29,7 @@ $(STAMP): $(APP_STAMP) pyproject.toml
 HOST ?= 127.0.0.1
 PORT ?= 8501
 run: $(APP_STAMP)
-	@$(PY) -c "from stacklab.serve.links.share import lan_address, serving_note; print(serving_note('$(HOST)', $(PORT), lan_address()))"
+	@$(PY) -c "from stacklab.serve.links.addresses import lan_address, serving_note; print(serving_note('$(HOST)', $(PORT), lan_address()))"
 	$(VENV)/bin/streamlit run server.py --server.address $(HOST) --server.port $(PORT)
 
 # Debian's Chromium for the browser tests (Playwright drives it; nothing is downloaded).

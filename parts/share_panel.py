@@ -1,8 +1,9 @@
 """A run shared with a class, on the pages: the teacher's share dialog (Train), present mode
 on Train and what a student on the teacher's link is told. Not a page of its own:
 views/train.py, views/explore.py and views/build.py call these, and the class panel
-(`parts.classroom.room`) the address students reach. The link, the address and the
-projector's figure come from `stacklab.serve.links.share`."""
+(`parts.classroom.room`) the address students reach. The link, the address, the QR code
+and the projector's figure come from `stacklab.serve.links` (`share`, `addresses`, `qr`,
+`projector`)."""
 
 from __future__ import annotations
 

@@ -65,3 +65,19 @@ def cli(capsys, monkeypatch):
         return code, out, err
 
     return run
+
+
+class Clock:
+    """A clock a test moves by hand (``clock.now += 1``), for what takes one (`Classes`)."""
+
+    def __init__(self, now: float = 0.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock():
+    """A `Clock` at 0 s."""
+    return Clock()

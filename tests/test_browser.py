@@ -869,11 +869,7 @@ def test_three_students_vote_the_projector_counts_reveals_and_shows_two_rounds(s
     teacher, *students = (context.new_page() for context in contexts)
     bars = teacher.locator(".votes[data-round]")
     try:
-        teacher.goto(f"{server}/learn?lesson=positions&step=1")
-        teacher.get_by_role("button", name="Present this lesson to a class").click()
-        link = teacher.locator("code").filter(has_text="class=").first
-        link.wait_for(timeout=30_000)
-        class_id = re.search(r"class=([0-9a-f]{8})", link.inner_text()).group(1)
+        class_id = present_lesson(teacher, server)
         bars.first.wait_for(timeout=30_000)
         for page, choice in zip(students, ("at most 0.3", "at most 0.3", "above 0.3")):
             page.goto(f"{server}/learn?class={class_id}")

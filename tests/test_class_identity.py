@@ -16,17 +16,9 @@ from stacklab.serve.classroom.votes import FOLLOWING_SECONDS, MAX_VOTERS
 CHOICES = ("at most 0.3", "above 0.3")
 
 
-class Clock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
-def room():
-    clock = Clock()
+def room(clock):
+    clock.now = 1000.0
     classes = Classes(ttl_seconds=3600, clock=clock)
     opened = classes.open("positions", 1, opener="teacher")
     classes.open_vote(opened.id, opened.token, CHOICES)

@@ -329,7 +329,8 @@ def test_wide_long_and_non_finite_tables_are_bounded(rows, width, values, dtype)
 
 from stacklab.serve.limits import MAX_LINK_STACK_CHARS  # noqa: E402
 from stacklab.serve.links.experiment import Experiment  # noqa: E402
-from stacklab.serve.links.share import classroom_link, experiment_of_link, qr_png  # noqa: E402
+from stacklab.serve.links.qr import qr_png  # noqa: E402
+from stacklab.serve.links.share import classroom_link, experiment_of_link  # noqa: E402
 
 STEM_STACK = "embedding(16, 32)\npos_embed(16)\nlinear(16)"
 around = st.one_of(st.integers(0, 200), st.integers(1_900, 2_600),

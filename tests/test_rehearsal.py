@@ -25,7 +25,7 @@ import urllib.request
 
 import pytest
 
-from test_browser import SHOTS, browser, reason, server  # noqa: F401
+from test_browser import SHOTS, browser, present_lesson, reason, server  # noqa: F401
 
 pytestmark = pytest.mark.skipif(reason is not None, reason=reason or "")
 
@@ -164,11 +164,7 @@ def test_a_lesson_rehearsed_as_a_class_lives_it(server, browser, tmp_path):  # n
     SHOTS.mkdir(parents=True, exist_ok=True)
     try:
         # -- the teacher presents; the projector asks the step's question above its bars
-        teacher.goto(f"{server}/learn?lesson=positions&step=1")
-        teacher.get_by_role("button", name="Present this lesson to a class").click()
-        link = teacher.locator("code").filter(has_text="class=").first
-        link.wait_for(timeout=30_000)
-        class_id = re.search(r"class=([0-9a-f]{8})", link.inner_text()).group(1)
+        class_id = present_lesson(teacher, server)
         bars.first.wait_for(timeout=30_000)
         question = teacher.locator(".votes[data-question]")
         assert step.question in question.inner_text()

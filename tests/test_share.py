@@ -18,11 +18,12 @@ from streamlit.testing.v1 import AppTest
 
 from stacklab import StackError
 from stacklab.lab.tasks import TASKS
-from stacklab.serve.links import share
+from stacklab.serve.links import addresses, qr, share
 from stacklab.serve.links.experiment import DEFAULT, HIDEABLE, from_query
 from stacklab.serve.links.link_table import LINK_VALUES
-from stacklab.serve.links.share import (ALL_PINS, check_base_url, classroom_link, experiment_of_link,
-                                  present_figure, share_address)
+from stacklab.serve.links.addresses import share_address
+from stacklab.serve.links.projector import present_figure
+from stacklab.serve.links.share import ALL_PINS, check_base_url, classroom_link, experiment_of_link
 
 KEY = "0123456789abcdef0123456789abcdef"
 BASE = "http://10.0.0.5:8501"
@@ -130,20 +131,20 @@ def test_a_server_on_loopback_says_the_command_that_fixes_it():
 
 
 def test_this_machines_network_address_is_not_loopback():
-    found = share.lan_address()
-    assert found is None or not share.is_loopback(found)
+    found = addresses.lan_address()
+    assert found is None or not addresses.is_loopback(found)
 
 
 def test_the_qr_code_is_a_png_of_the_links_symbol():
     import segno
 
     link = classroom_link(DEFAULT, BASE, run_key=KEY)
-    png = share.qr_png(link, scale=4)
+    png = qr.qr_png(link, scale=4)
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
     width, height = struct.unpack(">II", png[16:24])
     side = (segno.make(link, error="m", micro=False).symbol_size(scale=4, border=4))
     assert (width, height) == side
-    assert share.qr_png(link + "x", scale=4) != png
+    assert qr.qr_png(link + "x", scale=4) != png
 
 
 def commented_preset(chars: int) -> str:
@@ -161,10 +162,10 @@ def test_a_link_longer_than_a_qr_code_holds_is_an_e_value():
     experiment = DEFAULT.with_task_preset("position")
     fits = classroom_link(replace(experiment, stack=commented_preset(1200)), BASE)
     fits += "#" * (2144 - len(fits))  # made 2,144 long by a fragment, which is not sent
-    assert len(fits) == 2144 and share.qr_png(fits)[:4] == b"\x89PNG"
+    assert len(fits) == 2144 and qr.qr_png(fits)[:4] == b"\x89PNG"
     link = classroom_link(replace(experiment, stack=commented_preset(2144)), BASE)
     with pytest.raises(StackError) as caught:
-        share.qr_png(link)
+        qr.qr_png(link)
     assert caught.value.code == "E_VALUE" and f"{len(link):,} characters" in str(caught.value)
     assert "as text" in caught.value.hint
 
@@ -225,7 +226,7 @@ def test_cli_share_of_a_run_prints_the_short_class_link_and_its_qr_code(cli, tmp
     assert (code, out) == (0, f"{BASE}/train?run={KEY}\n")  # not in this machine's store
     assert len(out.strip()) - len(BASE) <= 60
     png = (tmp_path / "qr.png").read_bytes()
-    assert png == share.qr_png(out.strip()) and share.QR_SCALE == 10
+    assert png == qr.qr_png(out.strip()) and qr.QR_SCALE == 10
     side = segno.make(out.strip(), error="m", micro=False).symbol_size(scale=10, border=4)
     assert struct.unpack(">II", png[16:24]) == side
     assert side[0] <= (37 + 8) * 10  # version 5 at most (the link with hide= took version 11)
@@ -602,7 +603,7 @@ def test_make_run_prints_the_link_students_open_or_that_none_can():
     listens on this machine only, and the command that serves the room)."""
     import subprocess
 
-    from stacklab.serve.links.share import lan_address
+    from stacklab.serve.links.addresses import lan_address
 
     root = Path(__file__).parent.parent
     for host, said in (("127.0.0.1", "no phone can open it. For a classroom: make run HOST="

@@ -17,21 +17,12 @@ from stacklab.serve.classroom.votes import (FOLLOWING_SECONDS, MAX_VOTERS, VOTES
 CHOICES = ("below 0.9", "at least 0.9")
 
 
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 _ROOM: dict = {}  # the room's classes and class id, and the identities it issued
 
 
 @pytest.fixture
-def room():
+def room(clock):
     """A class on step 2 of ``positions`` whose teacher opened its vote, and its clock."""
-    clock = Clock()
     classes = Classes(ttl_seconds=3600, clock=clock)
     opened = classes.open("positions", 2)
     classes.open_vote(opened.id, opened.token, CHOICES)

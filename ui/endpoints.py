@@ -18,6 +18,9 @@ seconds, answered from what the server holds, with no script run.
   ``GET /_stacklab/watch/run/KEY/pictures?kind=...``: its newest pictures, as markup.
 - ``GET /_stacklab/watch/sessions/KEY``: how many sessions are on run ``KEY`` now, as
   its version (`ui.live_answers.sessions_answer`): the share panel's count.
+- ``GET /_stacklab/watch/table/ID``: a table's analysis (`TableJob.id`), its version
+  (`TableView.version`: its status and the worker's stage; ``"ended"`` for a job this
+  server no longer holds), which Explore's progress follows (`ui.tables.wait_for`).
 
 Each answer is ``{"v": VERSION, "every": SECONDS}``: ``every`` is the interval this
 page should ask at, which the server widens under load (`ui.pace`); each request is
@@ -98,6 +101,16 @@ class Endpoints:
         pace.count(self.hub, f"votes:{class_id}", cpu)
         return self._answer(version, "votes")
 
+    def _table_version(self, job_id: str) -> str:
+        job = self.hub.pool().tables.find(job_id)
+        return "ended" if job is None else job.view().version
+
+    async def table_version(self, request: Request) -> JSONResponse:
+        """A table's analysis on Explore (`TableView.version`): its status and stage."""
+        version, cpu = _timed(self._table_version, request.path_params["job_id"])
+        pace.count(self.hub, _asker(request), cpu)
+        return self._answer(version, "table")
+
     async def run_version(self, request: Request) -> Response:
         key = _run_key(request)
         if key is None:
@@ -143,4 +156,5 @@ def routes(hub: Hub) -> list[Route]:
         Route(f"{PREFIX}/run/{{key}}/pictures", answers.run_pictures, methods=["GET"]),
         Route(f"{PREFIX}/votes/{{class_id}}", answers.votes_version, methods=["GET"]),
         Route(f"{PREFIX}/sessions/{{key}}", answers.run_sessions, methods=["GET"]),
+        Route(f"{PREFIX}/table/{{job_id}}", answers.table_version, methods=["GET"]),
     ]

@@ -93,13 +93,14 @@ def follow(url: str, every: float, key: str, *, version: str | None = None,
            **data) -> None:
     """In the running fragment: ask ``url`` every ``every`` s (or as its answers say), and
     rerun this fragment when its version is no longer ``version`` (the fragment then decides
-    what changed), or, with ``drawing`` (a component made by `component`, given ``data``),
-    as that component decides."""
+    what changed), or, with ``drawing`` (a component made by `component`, given ``data``
+    and ``version`` when given), as that component decides."""
     # ``drawn`` differs at each run of the fragment: a component given the data it had is
     # not started again, and this one stops asking once it has rerun its fragment
     data = {"url": url, "every": float(every), "drawn": next(_drawn), **data}
-    if drawing is None:
+    if drawing is None or version is not None:
         data["version"] = str(version)
+    if drawing is None:
         if voter:
             data["voter"] = voter
             if cookie:

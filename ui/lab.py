@@ -34,11 +34,12 @@ from stacklab.serve.classroom.classes import Classes, ClassView
 from stacklab.serve.classroom.votes import (Round, Tally, by_step, new_voter_token, step_table,
                                             votes_csv)
 from stacklab.serve.links.link_table import LINK_VALUES, parse_compare, parse_values, write_values
-from stacklab.serve.links.projector import best_head_figure
-from stacklab.serve.links.share import (ALL_PINS, experiment_of_run, lan_address,
-                                        network_addresses, pins_everything, present_figure,
-                                        qr_png, resolve_key, restart_hint, share_address,
-                                        share_link)
+from stacklab.serve.links.addresses import (lan_address, network_addresses, restart_hint,
+                                            share_address)
+from stacklab.serve.links.projector import best_head_figure, present_figure
+from stacklab.serve.links.qr import qr_png
+from stacklab.serve.links.share import (ALL_PINS, experiment_of_run, pins_everything,
+                                        resolve_key, share_link)
 from stacklab.serve.workers.job_polls import ANSWER_FLOOR_SECONDS, PollLoad, load_note
 from stacklab.serve.workers.pool import JobPool
 from stacklab.serve.workers.table_jobs import TableView, model_request, upload_request

@@ -17,20 +17,24 @@ CLASS_SECONDS = 1.0  # a followed lesson asks its class this often: on the teach
 VOTES_SECONDS = 0.5  # the projector asks its class's votes this often: a vote shows within 2 s
 RUN_SECONDS = 1.0  # a page asks how a run it watches goes this often, when many watch it
 SHARE_SECONDS = 2.0  # the share panel asks how many sessions are on its run this often
+TABLE_SECONDS = 1.0  # Explore asks how a table's analysis goes this often (it moves in stages)
 
 
 def base_seconds(hub: Hub, follows: str, view=None) -> float | None:
     """How often a page that follows ``follows`` asks on its own: a class (``"class"``) or
-    its votes (``"votes"``) and the share panel's count of sessions on a run (``"share"``)
-    at their own pace; a run (``"run"``, its ``view``) often while
-    it trains, seldom while it waits (further back than the next to start, seldom still),
-    and less often when many sessions watch it; None once it has ended."""
+    its votes (``"votes"``), the share panel's count of sessions on a run (``"share"``)
+    and a table's analysis (``"table"``) at their own pace; a run (``"run"``, its
+    ``view``) often while it trains, seldom while it waits (further back than the next to
+    start, seldom still), and less often when many sessions watch it; None once it has
+    ended."""
     if follows == "class":
         return CLASS_SECONDS
     if follows == "votes":
         return VOTES_SECONDS
     if follows == "share":
         return SHARE_SECONDS
+    if follows == "table":
+        return TABLE_SECONDS
     if view is None or not view.active:
         return None
     if view.status == Status.QUEUED:

@@ -15,9 +15,10 @@ import streamlit as st
 from ui import pace, session
 from ui.hub import Hub
 from ui.lab import PollLoad, load_note
-from ui.pace import CLASS_SECONDS, RUN_SECONDS, SHARE_SECONDS, VOTES_SECONDS, follower_of
+from ui.pace import (CLASS_SECONDS, RUN_SECONDS, SHARE_SECONDS, TABLE_SECONDS, VOTES_SECONDS,
+                     follower_of)
 
-__all__ = ["CLASS_SECONDS", "RUN_SECONDS", "SHARE_SECONDS", "VOTES_SECONDS", "base_seconds",
+__all__ = ["CLASS_SECONDS", "RUN_SECONDS", "SHARE_SECONDS", "TABLE_SECONDS", "VOTES_SECONDS", "base_seconds",
            "every", "follower_of", "interval", "load", "measured", "say_load"]
 
 

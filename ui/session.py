@@ -132,7 +132,7 @@ def set_url_problems(problems) -> None:
     st.session_state[URL_PROBLEMS] = list(problems)
 
 
-def watch(job) -> None:
+def make_current(job) -> None:
     """Make ``job`` the session's current run (and put its key in the URL)."""
     st.session_state[JOB] = job.id
     st.session_state[RUN_KEY] = job.key
@@ -140,7 +140,7 @@ def watch(job) -> None:
 
 def link_run(job) -> None:
     """Make ``job``, which the session's link opened (``run=KEY``), its current run."""
-    watch(job)
+    make_current(job)
     st.session_state[LINKED_RUN] = job.key
 
 

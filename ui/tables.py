@@ -1,8 +1,9 @@
 """The app's side of a table analysed in the worker pool (Explore's real-model section):
 the models a page may offer (the server's Hugging Face cache and the one folder an operator
 allows, ``STACKLAB_MODELS_DIR``; nothing else on the server's disk), the request for the
-one picked, the poll while a worker analyses it, and the downloads of its result and of a
-run."""
+one picked, the progress while a worker analyses it (followed through its watch endpoint,
+`ui.follow`: the page reruns when the worker reaches a stage, not on a timer), and the
+downloads of its result and of a run."""
 
 from __future__ import annotations
 
@@ -14,12 +15,33 @@ from pathlib import Path
 import streamlit as st
 
 from stacklab import StackError
-from ui import session
+from ui import polls, session
+from ui.follow import component, follow
 from ui.lab import (MODELS_DIR_ENV, TableView, cached_models, file_name, model_request,
                     model_under, models_under, table_report_html)
 from ui.markdown import plain, show_error
+from ui.watch import endpoint
 
 CACHE, FOLDER = "Hugging Face cache", "models folder"  # where a server's model is
+
+# the seconds an analysis has taken, counted up in the browser (one timer a page, kept on
+# its element); the fragment reruns once the job's version (its status, the worker's stage)
+# is no longer the one it was drawn at
+_WAITING_JS = """(data, root, rerun) => {
+  const shown = root.querySelector(".table-seconds");
+  const started = Date.now() - data.seconds * 1000;
+  const tick = () => { shown.textContent = `${Math.round((Date.now() - started) / 1000)} s so far`; };
+  clearInterval(root.__tick);
+  tick();
+  root.__tick = setInterval(() => (root.isConnected ? tick() : clearInterval(root.__tick)), 1000);
+  return { answered: (answer) => {
+    if (answer.v !== data.version) { clearInterval(root.__tick); rerun(answer.v); return false; }
+    return true;
+  } };
+}"""
+_waiting = component("stacklab.table_wait", _WAITING_JS, "<p class='table-seconds'></p>",
+                     css=".table-seconds { margin: 0; font-size: 14px; color: rgb(49, 51, 63); }",
+                     isolate_styles=False)
 
 
 def models_dir() -> Path | None:
@@ -56,19 +78,22 @@ def hide_root(text: str | None) -> str:
 
 
 def wait_for(job) -> TableView:
-    """The job's view; while a worker analyses it, a progress bar with its stage, polled
-    every half second until it ends (then the whole page runs again)."""
+    """The job's view; while a worker analyses it, a progress bar with its stage and the
+    seconds so far, redrawn when the worker reaches a stage (its watch endpoint's version)
+    until it ends (then the whole page runs again)."""
     view = job.view()
     if not view.active:
         return view
 
-    @st.fragment(run_every=0.5)
+    @st.fragment
     def progress():
         now = job.view()
         if not now.active:
             st.rerun()
         words = "waiting for a free worker" if now.stage.startswith("waiting") else now.stage
-        st.progress(now.done, text=f"{plain(words, 200)}… ({now.seconds:.0f} s)")
+        st.progress(now.done, text=f"{plain(words, 200)}…")
+        follow(endpoint("table", job.id), polls.every("table"), "table_follow",
+               version=now.version, drawing=_waiting, seconds=round(now.seconds, 1))
 
     progress()
     return view

@@ -29,7 +29,7 @@ def train_reverse() -> None:
         state["error"] = err
         return
     session.set_experiment(preset)
-    session.watch(job)
+    session.make_current(job)
     state["job"] = job.id
     state.pop("error")
 

@@ -185,7 +185,7 @@ def start_training():
     except StackError as err:
         state["error"] = err
     else:
-        session.watch(job)  # the key goes into the URL: a reload or a shared link reattaches
+        session.make_current(job)  # the key goes into the URL: a reload or a shared link reattaches
         state.pop("error")
 
 

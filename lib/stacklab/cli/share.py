@@ -34,7 +34,9 @@ def cmd_share(args, parser) -> int:
 
     from ..lab.runs.store import RunStore
     from ..serve.links.experiment import from_query
-    from ..serve.links.share import ALL_PINS, is_loopback, qr_png, share_link
+    from ..serve.links.addresses import is_loopback
+    from ..serve.links.qr import qr_png
+    from ..serve.links.share import ALL_PINS, share_link
 
     experiment, problems = from_query(link_values(args, parser))
     if problems:  # the app would refuse these values from the link: say so here instead

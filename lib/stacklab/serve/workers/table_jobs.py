@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -105,6 +106,12 @@ class TableView:
     def active(self) -> bool:
         return self.status.active
 
+    @property
+    def version(self) -> str:
+        """What changes as the analysis moves on (its status, the worker's stage): what a
+        page that waits for it follows (its watch endpoint's version); not its seconds."""
+        return f"{self.status.value}:{self.done:.2f}:{self.stage}"
+
 
 class TableJob:
     """One table's analysis, shared by every page that asked for the same file; its
@@ -112,6 +119,7 @@ class TableJob:
 
     def __init__(self, request: TableRequest):
         self.request = request
+        self.id = secrets.token_hex(16)  # what its page's watch endpoint names it by
         self._lock = threading.Lock()
         self._ended = threading.Event()
         self._status, self._stage, self._done = Status.QUEUED, "waiting for a worker", 0.0
@@ -181,6 +189,11 @@ class TableJobs:
         threading.Thread(target=self._run, args=(job,), daemon=True,
                          name="stacklab-table").start()
         return job
+
+    def find(self, job_id: str) -> TableJob | None:
+        """The job kept under ``job_id`` (`TableJob.id`), or None."""
+        with self._lock:
+            return next((job for job in self._jobs.values() if job.id == job_id), None)
 
     def kept(self) -> int:
         """The bytes of the results kept now."""
