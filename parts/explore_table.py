@@ -9,7 +9,7 @@ import streamlit as st
 
 from stacklab import StackError
 from ui import figures, session, tables
-from ui.lab import MAX_UPLOAD_BYTES, UPLOAD_LIMIT, extract_snippet, tensor_names, upload_request
+from ui.library import MAX_UPLOAD_BYTES, UPLOAD_LIMIT, extract_snippet, tensor_names, upload_request
 from ui.markdown import plain, show_error
 
 state = session.PageState("explore", "upload", "upload_key", "upload_names", "source",

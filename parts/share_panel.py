@@ -11,7 +11,7 @@ import streamlit as st
 
 from stacklab import TASKS, StackError, Status
 from ui import controls, live_run, polls, present, scripts, session, urls
-from ui.lab import (ALL_PINS, best_head_figure, lan_address, network_addresses, qr_png,
+from ui.library import (ALL_PINS, best_head_figure, lan_address, network_addresses, qr_png,
                     restart_hint, share_address, share_link)
 from ui.markdown import plain, show_error
 from ui.watch import endpoint, watch

@@ -72,7 +72,7 @@ PAGE_IMPORTS = ("streamlit", "stacklab", "ui", "parts", "hashlib", "html", "json
 
 def _page_problems(page: Path) -> list[str]:
     """How ``page`` (a page or a page's part) goes around `ui`: an import of the library's
-    internals (they are `ui.lab`'s), of anything but streamlit, `stacklab`, `ui` and the
+    internals (they are `ui.library`'s), of anything but streamlit, `stacklab`, `ui` and the
     pages' parts, or a use of ``st.session_state`` (a page's own values live in a
     `ui.session.PageState`)."""
     problems = _library_reaches(page)
@@ -82,11 +82,11 @@ def _page_problems(page: Path) -> list[str]:
 
 def test_pages_use_the_library_and_session_state_only_through_ui():
     """A page and a page's part import `stacklab`'s public names, `ui` and the pages' parts,
-    and never touch ``st.session_state``; of `ui`, only `ui.lab` reaches into the library."""
+    and never touch ``st.session_state``; of `ui`, only `ui.library` reaches into the library."""
     checked = {str(path.relative_to(ROOT)): _page_problems(path) for path in PAGES + PARTS}
     assert checked == {name: [] for name in checked}
     for module in sorted((ROOT / "ui").glob("*.py")):
-        if module.name != "lab.py":
+        if module.name != "library.py":
             assert not _library_reaches(module), (module.name, _library_reaches(module))
 
 

@@ -286,7 +286,7 @@ def test_the_app_check_sees_a_part_importing_a_page_and_ui_a_part(tmp_path):
     """The app's layer rule can fail: a part that imports a page, or ui a part, is caught."""
     for folder, text, wrong in (("parts", "from views import learn\nfrom ui import session\n",
                                  ["views"]),
-                                ("ui", "import parts.share_panel\nfrom ui.lab import LESSONS\n",
+                                ("ui", "import parts.share_panel\nfrom ui.library import LESSONS\n",
                                  ["parts.share_panel"])):
         planted = tmp_path / folder / "bad.py"
         planted.parent.mkdir()

@@ -33,9 +33,9 @@ by job.
 - `ui.encoding`: a request's Accept-Encoding read as HTTP defines it (q-values, ``*``);
 - `ui.private_api`: the one importer of Streamlit's private names, each with a public
   fallback (``STACKLAB_PUBLIC_API_ONLY=1`` forces them all);
-- `ui.lab`: the one module that imports from stacklab's internals, and exactly what the
+- `ui.library`: the one module that imports from stacklab's internals, and exactly what the
   pages use of them.
 
 The pages read and write session state only through `ui`, and call the library through
-`stacklab`'s public names or `ui.lab` (tests/test_app.py checks both).
+`stacklab`'s public names or `ui.library` (tests/test_app.py checks both).
 """

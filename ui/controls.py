@@ -8,7 +8,7 @@ import functools
 import streamlit as st
 
 from ui import glossary, scripts, session, urls
-from ui.lab import SETTINGS
+from ui.library import SETTINGS
 from ui.markdown import plain
 
 

@@ -8,7 +8,7 @@ import functools
 
 import streamlit as st
 
-from ui.lab import GLOSSARY, terms_in, terms_used_in
+from ui.library import GLOSSARY, terms_in, terms_used_in
 from ui.markdown import plain
 
 

@@ -34,7 +34,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
-from ui.lab import SESSION_TTL_SECONDS, Classes, JobPool, PollLoad, server_classes
+from ui.library import SESSION_TTL_SECONDS, Classes, JobPool, PollLoad, server_classes
 from ui.live_answers import Pictures
 
 PAGES_KEPT = 8  # versions of app.py's pages kept (an edited app.py declares them anew)

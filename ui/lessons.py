@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from stacklab import StackError
 from ui import session
 from ui.hub import Hub
-from ui.lab import (FIGURES, LESSONS, Lesson, MAX_LESSON_BYTES, check, claim_line, margin,
+from ui.library import (FIGURES, LESSONS, Lesson, MAX_LESSON_BYTES, check, claim_line, margin,
                     quick_check, step_from_link, step_in)
 
 state = session.PageState("lessons", "upload", "checks", "error")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from stacklab import Status, figures
 from ui import pace
-from ui.lab import load_note
+from ui.library import load_note
 
 if TYPE_CHECKING:
     from ui.hub import Hub

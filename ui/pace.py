@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from stacklab import Status
-from ui.lab import ANSWER_FLOOR_SECONDS
+from ui.library import ANSWER_FLOOR_SECONDS
 
 if TYPE_CHECKING:
     from ui.hub import Hub

@@ -14,7 +14,7 @@ import streamlit as st
 
 from ui import pace, session
 from ui.hub import Hub
-from ui.lab import PollLoad, load_note
+from ui.library import PollLoad, load_note
 from ui.pace import (CLASS_SECONDS, RUN_SECONDS, SHARE_SECONDS, TABLE_SECONDS, VOTES_SECONDS,
                      follower_of)
 

@@ -15,7 +15,7 @@ import streamlit as st
 
 from stacklab import figures
 from ui import session, urls
-from ui.lab import present_figure
+from ui.library import present_figure
 from ui.markdown import plain
 
 state = session.PageState("present", "slide", "page")

@@ -9,7 +9,7 @@ import json
 import streamlit as st
 
 from ui import session
-from ui.lab import (announcement, available_devices, changed_since, preset_announcement,
+from ui.library import (announcement, available_devices, changed_since, preset_announcement,
                     stale_note)
 from ui.markdown import plain
 

@@ -15,7 +15,7 @@ import streamlit as st
 
 from ui import browsers
 from ui.hub import Hub
-from ui.lab import Classes, Experiment, JobPool, pins_everything
+from ui.library import Classes, Experiment, JobPool, pins_everything
 
 EXPERIMENT = "experiment"
 URL_PROBLEMS = "url_problems"

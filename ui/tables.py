@@ -17,7 +17,7 @@ import streamlit as st
 from stacklab import StackError
 from ui import polls, session
 from ui.follow import component, follow
-from ui.lab import (MODELS_DIR_ENV, TableView, cached_models, file_name, model_request,
+from ui.library import (MODELS_DIR_ENV, TableView, cached_models, file_name, model_request,
                     model_under, models_under, table_report_html)
 from ui.markdown import plain, show_error
 from ui.watch import endpoint

@@ -13,7 +13,7 @@ import streamlit as st
 
 from stacklab import StackError
 from ui import session
-from ui.lab import (LINK_VALUES, MAX_LINK_STACK_CHARS, Experiment, Link, experiment_of_run,
+from ui.library import (LINK_VALUES, MAX_LINK_STACK_CHARS, Experiment, Link, experiment_of_run,
                     read_link, resolve_key, write_link)
 
 LESSON_VALUES = ("lesson", "step", "class")  # the Learn page's own values of the link table

@@ -6,7 +6,7 @@ import streamlit as st
 
 from stacklab import StackError, catalog, export, resolve
 from ui import controls, scripts, session, urls
-from ui.lab import (DTYPES, MAX_STACK_CHARS, PARAM_BUDGET_BYTES, annotate, bind_args,
+from ui.library import (DTYPES, MAX_STACK_CHARS, PARAM_BUDGET_BYTES, annotate, bind_args,
                     default_node_name, editing, holding, is_branching, presets)
 from ui.markdown import plain, show_error
 from parts import share_panel

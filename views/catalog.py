@@ -4,7 +4,7 @@ import streamlit as st
 
 from stacklab import TASKS, catalog
 from ui import scripts, urls
-from ui.lab import op_page
+from ui.library import op_page
 
 urls.start()
 st.title("Catalog")

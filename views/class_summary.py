@@ -6,7 +6,7 @@ class). Counts only: no student appears here or in the CSV."""
 import streamlit as st
 
 from ui import urls
-from ui.lab import LESSONS, by_step, step_table
+from ui.library import LESSONS, by_step, step_table
 from ui.markdown import plain
 from parts.classroom import votes
 

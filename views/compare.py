@@ -4,7 +4,7 @@ same figures aligned (the session's runs, or stored runs by key; compare=K1,K2 i
 import streamlit as st
 
 from ui import figures, present, scripts, session, urls
-from ui.lab import (MAX_COMPARED, TABLE_NOTE, aligned_rows, column_help, compared, encoding,
+from ui.library import (MAX_COMPARED, TABLE_NOTE, aligned_rows, column_help, compared, encoding,
                     parse_compare, replaced, table_rows)
 from ui.markdown import plain
 

@@ -4,7 +4,7 @@ import streamlit as st
 
 from stacklab import StackError, Status
 from ui import figures, live_run, scripts, session, tables, urls
-from ui.lab import report_html, run_name
+from ui.library import report_html, run_name
 from ui.markdown import plain, show_error
 from parts import explore_table, share_panel
 

@@ -5,7 +5,7 @@ import streamlit as st
 
 from stacklab import Status, StackError
 from ui import figures, live_run, scripts, session, urls
-from ui.lab import LESSONS, Experiment, available_devices
+from ui.library import LESSONS, Experiment, available_devices
 from ui.markdown import plain, show_error
 
 PICTURE = figures.asset("reverse_learned.png")  # a finished run of reverse, as Train shows it

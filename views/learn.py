@@ -8,7 +8,7 @@ import streamlit as st
 
 from stacklab import StackError, Status
 from ui import figures, glossary, lessons, live_run, present, scripts, session, urls
-from ui.lab import LINK_VALUES, SETTINGS, check, fill, parse_values, read_link
+from ui.library import LINK_VALUES, SETTINGS, check, fill, parse_values, read_link
 from ui.markdown import plain, show_error
 from parts.classroom import room, upload, votes
 

@@ -5,7 +5,7 @@ import streamlit as st
 from stacklab import TASKS, StackError, Status, figures
 from ui import browsers, controls, live_run, polls, scripts, session, urls
 from ui.figures import prepared_chart, still_html
-from ui.lab import SETTINGS, annotate, available_devices, length_rows
+from ui.library import SETTINGS, annotate, available_devices, length_rows
 from ui.markdown import plain, show_error
 from parts import share_panel
 

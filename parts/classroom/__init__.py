@@ -1,7 +1,7 @@
 """The classroom on the pages: a teacher presents a lesson from Learn and the students on
 the class link follow and vote. Learn (views/learn.py) and the class summary
 (views/class_summary.py) call these; the classes themselves are the library's
-(`stacklab.serve.classroom`, through `ui.lab` and `session.classes()`).
+(`stacklab.serve.classroom`, through `ui.library` and `session.classes()`).
 
 - `parts.classroom.room`: the class: presenting it, following it (a student's voter
   identity, the class's watch), its link and QR code, ending it;

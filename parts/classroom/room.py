@@ -12,7 +12,7 @@ import streamlit as st
 from stacklab import StackError
 from ui import polls, session, urls
 from ui.watch import VOTER_COOKIE, endpoint, watch
-from ui.lab import LINK_VALUES, ClassView, qr_png, write_values
+from ui.library import LINK_VALUES, ClassView, qr_png, write_values
 from ui.markdown import show_error
 from parts.share_panel import UNREACHABLE_QR, reachable_address, unreachable
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import lessons
-from ui.lab import FOLDER_PROBLEMS, MAX_LESSON_BYTES
+from ui.library import FOLDER_PROBLEMS, MAX_LESSON_BYTES
 from ui.markdown import plain, show_error
 
 DOCS_PAGE = "Write your own lesson"

@@ -12,7 +12,7 @@ import streamlit as st
 
 from stacklab import StackError
 from ui import polls, session
-from ui.lab import ClassView, Round, votes_csv
+from ui.library import ClassView, Round, votes_csv
 from ui.markdown import plain, show_error
 from ui.watch import endpoint, watch
 from parts.classroom import projected, room
