@@ -435,3 +435,33 @@ def test_the_endpoint_check_sees_streamlit_imported_below(tmp_path):
         "ui.endpoints -> ui.answers -> ui.page -> streamlit"]
     (tmp_path / "ui" / "page.py").write_text("def x():\n    return 1\n")
     assert _streamlit_below("ui.endpoints", tmp_path) == []
+
+
+# -- one live mechanism: nothing follows the server on a timer -------------------------------
+
+# a fragment that reruns on a timer for a reason other than following the server (allowed)
+TIMERS = {"parts/classroom/room.py": "the teacher's heartbeat: once a minute the page says it "
+          "is still there (a server-side act with the class's token, which no page holds)"}
+
+
+def _on_a_timer(path: Path) -> bool:
+    """Whether ``path`` passes ``run_every`` to anything (a fragment rerun on a timer)."""
+    return any(isinstance(node, ast.keyword) and node.arg == "run_every"
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+
+
+def test_no_page_follows_the_server_on_a_timer():
+    """Every page follows what it follows through the one polling loop (`ui.follow`):
+    no ``run_every`` is left in the app but the allowed timers."""
+    timed = {str(path.relative_to(APP)) for path in [*APP.glob("*.py"), *_app_files()]
+             if _on_a_timer(path)}
+    assert timed == set(TIMERS)
+
+
+def test_the_timer_check_sees_run_every(tmp_path):
+    page = tmp_path / "page.py"
+    page.write_text("import streamlit as st\n@st.fragment(run_every=0.5)\ndef f():\n    pass\n")
+    assert _on_a_timer(page)
+    page.write_text("import streamlit as st\n# run_every=0.5, as before\n@st.fragment\n"
+                    "def f():\n    pass\n")
+    assert not _on_a_timer(page)

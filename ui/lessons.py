@@ -133,6 +133,20 @@ def _submit_checks() -> None:
     state["checks"] = (upload.digest, tuple(checks))
 
 
+def training_check():
+    """The first of this session's lesson checks still training (a pool job), or None: the
+    page follows it (`ui.live_run.follow_run`) to redraw the results as the checks move."""
+    checks = state.get("checks")
+    if not checks:
+        return None
+    pool = session.pool()
+    for _, watcher, job_id in checks[1]:
+        job = pool.get(watcher, job_id)
+        if job is not None and job.view().active:
+            return job
+    return None
+
+
 def check_lines() -> tuple[list[str], bool, bool] | None:
     """Each step's claim over the seeds trained so far (``claim_line``), whether every run
     has ended and whether every claim held; None before `start_checks`."""

@@ -45,12 +45,13 @@ def pattern_figure(container, current, now, frame) -> None:
 EVERY = polls.every("run", view)  # the status panel's interval, as this run of the page set it
 # While the run is live, the browser draws its view from the run's watch endpoint and the
 # panel reruns only once it has ended (`ui.live_run`); with the interactive charts asked
-# for (values under the pointer), or on the projector, it reruns at the interval.
+# for (values under the pointer), or on the projector, it reruns each time the endpoint
+# says the run moved on (`live_run.follow_run`).
 INTERACTIVE = bool(state.get("interactive")) or session.presenting()
 WATCHED = EVERY is not None and not INTERACTIVE
 
 
-@st.fragment(run_every=None if WATCHED else EVERY)
+@st.fragment
 def status_panel():
     if EVERY is None:
         show_status()
@@ -108,6 +109,7 @@ def show_status():
         polls.say_load(polls.base_seconds("run", now), EVERY or 0.0)
         if not session.presenting():
             live_toggle()
+        live_run.follow_run(current, key="train_follow")  # redrawn as the run moves on
     if now.history:
         phone = browsers.on_phone()  # a phone's copies, laid out for its one column
         frame = current.frame(now, figures.PHONE_WIDTH if phone else figures.column_width(2),

@@ -225,6 +225,8 @@ def show_problem() -> None:
 
 @st.fragment(run_every=HEARTBEAT_SECONDS)
 def heartbeat() -> None:
-    """An idle teacher's page is still there: the class stays open while it is."""
+    """An idle teacher's page is still there: the class stays open while it is. A timer, the
+    one ``run_every`` of the app (the architecture test allows it): it follows nothing on
+    the server, it acts there with the class's token, which stays in the session."""
     if state.get("token") and not session.classes().heartbeat(state["id"], state["token"]):
         st.rerun()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import lessons
+from ui import lessons, live_run
 from ui.library import FOLDER_PROBLEMS, MAX_LESSON_BYTES
 from ui.markdown import plain, show_error
 
@@ -58,14 +58,15 @@ def upload_panel(start) -> None:
 
 
 def check_results() -> None:
-    """Each claim on every seed, redrawn every second while its runs train."""
+    """Each claim on every seed, redrawn as its runs train (the fragment follows the first
+    run still training: `ui.live_run.follow_run`)."""
     err = lessons.state.pop("error")
     if err is not None:
         show_error(err)
     found = lessons.check_lines()
     training = found is not None and not found[1]
 
-    @st.fragment(run_every=1.0 if training else None)
+    @st.fragment
     def results() -> None:
         now = lessons.check_lines()
         if now is None:
@@ -74,6 +75,9 @@ def check_results() -> None:
         st.code("\n".join(lines), language=None, wrap_lines=True)
         if not ended:
             st.caption("Training the claims on the shared workers…")
+            running = lessons.training_check()
+            if running is not None:  # redrawn as the check that trains moves on (or ends)
+                live_run.follow_run(running, key="learn_check_follow")
         elif held:
             st.success("Every claim holds on seeds 0-2: this lesson is checked.",
                        icon=":material/verified:")
