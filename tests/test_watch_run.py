@@ -132,7 +132,12 @@ def test_a_watching_page_asks_the_endpoint_runs_no_script_and_switches_at_the_en
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.locator(".live-run").screenshot(path=str(SHOTS / "train_live.png"))
     page.get_by_text("Status: finished").wait_for(timeout=400_000)
-    page.locator("[class*='st-key-train_pattern_'] .js-plotly-plot").wait_for(timeout=60_000)
+    try:  # the end's rerun draws the charts (plotly's chunk loaded for the first time)
+        page.locator("[class*='st-key-train_pattern_'] .js-plotly-plot").wait_for(
+            timeout=120_000)
+    except Exception:
+        page.screenshot(path=str(SHOTS / "train_live_end_failed.png"), full_page=True)
+        raise AssertionError("no pattern chart after the end: " + page.inner_text("body")[:1500])
     assert page.locator(".live-run").count() == 0
     assert page.locator("[class*='st-key-train_curves_']").count() >= 1 or \
         page.locator(".js-plotly-plot").count() >= 2  # the curves as a chart again
