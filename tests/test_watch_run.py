@@ -13,6 +13,7 @@ import gzip
 import json
 import os
 import re
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -20,6 +21,7 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
+from ui.live_run import INTERACTIVE  # the toggle's label
 from test_browser import SERVER_LOG, SHOTS, reason, start_streamlit  # noqa: F401
 from test_browser import browser, server  # noqa: F401 - fixtures
 from test_phone import AXE, AXE_EXCLUDED, AXE_RUN, AXE_TAGS, assert_fits_a_phone, phone
@@ -149,6 +151,31 @@ def test_a_watching_page_asks_the_endpoint_runs_no_script_and_switches_at_the_en
     assert status == 200 and json.loads(body)["v"] == "1", body
     assert get(f"{server}/_stacklab/watch/sessions/not-a-key")[0] == 404
     page.context.close()
+
+
+def test_the_interactive_charts_are_redrawn_as_the_run_moves_on(server, browser):
+    """With the interactive charts asked for, the status panel is Streamlit's own again and
+    follows the run's endpoint (`live_run.follow_run`): it reruns when the run moves on,
+    with no timer of its own, so its step counts up while the run trains."""
+    page, key = training(browser, server, seed=4104)
+    try:
+        page.get_by_text(INTERACTIVE).click(timeout=30_000)
+        page.locator("[class*='st-key-train_curves_'] .js-plotly-plot").wait_for(timeout=60_000)
+        page.locator(".live-run").wait_for(state="detached", timeout=30_000)  # the charts now
+        progress = page.locator("[data-testid='stProgress']").first
+
+        def step() -> int:
+            return int(re.search(r"(\d+) / 20000 steps", progress.inner_text())[1])
+
+        first, asked = step(), len(page.seen["endpoint"])
+        deadline = time.monotonic() + 60
+        while step() <= first and time.monotonic() < deadline:
+            page.wait_for_timeout(500)
+        assert step() > first  # redrawn as the run moves on
+        assert len(page.seen["endpoint"]) > asked  # having asked the run's endpoint
+    finally:
+        stop(page)
+        page.context.close()
 
 
 @needs_axe
