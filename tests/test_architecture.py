@@ -465,3 +465,48 @@ def test_the_timer_check_sees_run_every(tmp_path):
     page.write_text("import streamlit as st\n# run_every=0.5, as before\n@st.fragment\n"
                     "def f():\n    pass\n")
     assert not _on_a_timer(page)
+
+
+# -- the app's modules import in no circle, as the library's ---------------------------------
+
+def _app_module_name(path: Path, root: Path) -> str:
+    return ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+
+
+def _app_circle(root: Path) -> list[str] | None:
+    """A circle of imports among the app's modules under ``root`` (ui, parts and the pages),
+    at any level and under ``if TYPE_CHECKING:`` alike, or None."""
+    files = [*root.glob("views/*.py"), *root.glob("parts/**/*.py"), *root.glob("ui/*.py")]
+    names = {_app_module_name(path, root): path for path in files}
+    graph = {name: sorted(t for t in _app_imports(path, root) if t in names and t != name)
+             for name, path in names.items()}
+    state: dict[str, int] = {}
+
+    def visit(name: str, path: list[str]) -> list[str] | None:
+        state[name] = 1
+        for target in graph[name]:
+            if state.get(target) == 1:
+                return path[path.index(target):] + [target]
+            if target not in state and (found := visit(target, [*path, target])):
+                return found
+        state[name] = 2
+        return None
+
+    for name in sorted(graph):
+        if name not in state and (found := visit(name, [name])):
+            return found
+    return None
+
+
+def test_the_apps_modules_import_in_no_circle():
+    assert _app_circle(APP) is None, " -> ".join(_app_circle(APP))
+
+
+def test_the_app_circle_check_sees_a_circle_of_type_hints(tmp_path):
+    (tmp_path / "ui").mkdir()
+    (tmp_path / "ui" / "hub.py").write_text("from ui.answers import Pictures\n")
+    (tmp_path / "ui" / "answers.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ui.hub import Hub\n")
+    assert _app_circle(tmp_path) == ["ui.answers", "ui.hub", "ui.answers"]
+    (tmp_path / "ui" / "hub.py").write_text("import json\n")
+    assert _app_circle(tmp_path) is None

@@ -26,8 +26,10 @@ by job.
   the hub; they and all they import never import streamlit (tests/test_architecture.py):
   - `ui.pace`: `every`, the one place that decides a following page's interval (the
     server's backpressure), and the endpoints' polls counted;
-  - `ui.live_answers`: a live run's answers (its status, its pictures written once per
-    frame, the share panel's count), which `ui.live_run` draws on a page;
+  - `ui.live_answers`: a live run's answers (its status, its pictures, the share panel's
+    count), which `ui.live_run` draws on a page;
+  - `ui.pictures`: a live run's newest pictures as markup, written once per frame and
+    kind and kept by the hub;
   - `ui.wire`: what pages and endpoints agree on (the paths, the voter header and cookie);
 - `ui.compression`: server.py's gzip of Streamlit's static files, made once each;
 - `ui.encoding`: a request's Accept-Encoding read as HTTP defines it (q-values, ``*``);

@@ -8,7 +8,7 @@ and the watch endpoints (`ui.endpoints`) both read:
 - ``classes()``: the open classes (`Classes`, or the Ray cluster's), made at first need;
 - ``load``: the following sessions and what their polls cost (`PollLoad`), which sets
   every following page's interval (`ui.pace`);
-- ``pictures``: the live runs' newest pictures, written once per frame (`ui.live_answers`);
+- ``pictures``: the live runs' newest pictures, written once per frame (`ui.pictures`);
 - ``browsers``: which Streamlit session each owner's browser tab is (`BrowserSessions`),
   which the pool asks to detach a closed tab's runs soon;
 - ``pages``: app.py's pages, made once per server (`ui.navigation`);
@@ -35,7 +35,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
 from ui.library import SESSION_TTL_SECONDS, Classes, JobPool, PollLoad, server_classes
-from ui.live_answers import Pictures
+from ui.pictures import Pictures
 
 PAGES_KEPT = 8  # versions of app.py's pages kept (an edited app.py declares them anew)
 PRESENTED_KEPT = 256  # teachers' uploads presented to a class (the oldest goes first beyond it)

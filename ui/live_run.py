@@ -9,7 +9,7 @@ and the browser draws it:
   one every half second, for laptops and phones apart) holds still pictures of the curves
   (SVG lines with axes and a legend, `stacklab.lab.figures.curves_picture`) and of the
   pattern figure (an SVG holding a PNG), each with its text alternative (its title and
-  numbers). The hub's `ui.live_answers.Pictures` writes them into markup once per frame
+  numbers). The hub's `ui.pictures.Pictures` writes them into markup once per frame
   and kind, every text escaped, and keeps it and its gzip, so N watchers cost N small
   answers, not N renders;
 - the run's watch endpoint (``GET /_stacklab/watch/run/KEY?kind=laptop|phone``,
@@ -42,7 +42,8 @@ from __future__ import annotations
 from ui import live_answers, polls
 from ui.follow import component, follow
 from ui.hub import Hub
-from ui.live_answers import head_html, last_step, run_version, status_text, words
+from ui.live_answers import head_html, run_version, status_text, words
+from ui.pictures import caption_html, last_step
 from ui.markdown import plain
 from ui.watch import endpoint, watch
 
@@ -96,7 +97,7 @@ def step_caption(pattern, step: int, *, caption: bool = False, html: bool = Fals
     (and ``: caption`` with ``caption``), as Markdown with the texts made plain, or with
     ``html`` as markup with the texts escaped."""
     if html:
-        return live_answers.caption_html(pattern, step, caption=caption)
+        return caption_html(pattern, step, caption=caption)
     score = f" — {plain(pattern.score, 300)}" if pattern.score else ""
     said = f": {plain(pattern.caption, 1000)}" if caption else ""
     return f"**{plain(pattern.title, 200)}** at step {step}{score}{said}"
