@@ -75,7 +75,7 @@ TABLE = [
         "import tempfile\n"
         "from pathlib import Path\n\n"
         "from safetensors.torch import save_file\n"
-        "from stacklab.lab.tables import gpt2_like_table, read_table, table_figures, table_scores\n\n"
+        "from stacklab.lab.reports.table_file import gpt2_like_table, read_table, table_figures, table_scores\n\n"
         "path = Path(tempfile.mkdtemp()) / \"gpt2-like.safetensors\"\n"
         "save_file({\"wpe\": gpt2_like_table()}, str(path))\n"
         "table = read_table(path, \"wpe\")\n"
@@ -143,7 +143,7 @@ INDUCTION = [
     new_code_cell(
         "import stacklab\n"
         "from stacklab import figures\n"
-        "from stacklab.lab.heads import largest\n"
+        "from stacklab.lab.measure.head_scores import largest\n"
         "from stacklab.lab.tasks import get_task\n\n"
         "PRESET = get_task(\"induction\").preset(16)\n"
         "print(PRESET)"),

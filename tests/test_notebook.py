@@ -43,6 +43,22 @@ def text_of(outputs) -> str:
                    for out in outputs)
 
 
+def test_the_notebooks_written_from_cells_are_the_ones_committed():
+    """notebooks/build.py writes the theme notebooks from their cells: what it writes now is
+    what is committed, so an edit made to a notebook alone (an import renamed in the
+    notebook, not in its cells) is not undone by the next build."""
+    import runpy
+
+    build = runpy.run_path(str(NOTEBOOKS / "build.py"))
+    names = {name: build[cells] for name, cells in (
+        ("encodings.ipynb", "ENCODINGS"), ("table-from-a-file.ipynb", "TABLE"),
+        ("lab.ipynb", "LAB"), ("induction.ipynb", "INDUCTION"))}
+    for name, cells in names.items():
+        committed = nbformat.read(NOTEBOOKS / name, as_version=4).cells
+        assert [(c.cell_type, c.source) for c in cells] == \
+            [(c.cell_type, c.source) for c in committed], f"{name}: run notebooks/build.py"
+
+
 def test_tour_notebook_runs_top_to_bottom(tmp_path):
     outputs = execute("tour.ipynb", tmp_path)
     text = text_of(outputs)
