@@ -223,7 +223,8 @@ def test_two_students_on_one_link_share_one_training(server, browser):
     keys = set()
     for page in students:
         page.get_by_text("Status: finished").wait_for(timeout=120_000)
-        page.get_by_text("Attention by position alone", exact=True).wait_for(timeout=30_000)
+        # (the first: with st.plotly_chart's own drawing the chart's text alternative says it too)
+        page.get_by_text("Attention by position alone", exact=True).first.wait_for(timeout=30_000)
         page.locator(".js-plotly-plot").nth(1).wait_for(timeout=30_000)  # curves and heatmap
         page.wait_for_function("() => window.location.search.includes('run=')", timeout=10_000)
         keys.add(page.evaluate("new URLSearchParams(window.location.search).get('run')"))

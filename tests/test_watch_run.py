@@ -61,7 +61,9 @@ def training(browser, server, seed: int, size=(1366, 900), query=LONG):
 def watched(page) -> dict:
     """What ``page`` asks of the server once it has opened: the watch endpoint's requests
     and the websocket messages it sends (each rerun of its script is asked for with one)."""
-    seen = {"endpoint": [], "sent": []}
+    seen = {"endpoint": [], "sent": [], "errors": []}
+    page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda error: seen["errors"].append(str(error)))
     page.on("request", lambda r: seen["endpoint"].append(r.url) if WATCH in r.url else None)
     page.on("websocket", lambda ws: ws.on("framesent", lambda f: seen["sent"].append(f)))
     return seen
@@ -139,7 +141,8 @@ def test_a_watching_page_asks_the_endpoint_runs_no_script_and_switches_at_the_en
             timeout=120_000)
     except Exception:
         page.screenshot(path=str(SHOTS / "train_live_end_failed.png"), full_page=True)
-        raise AssertionError("no pattern chart after the end: " + page.inner_text("body")[:1500])
+        raise AssertionError("no pattern chart after the end: " + page.inner_text("body")[:1500]
+                             + "\nthe console's errors: " + "\n".join(seen["errors"][-20:]))
     assert page.locator(".live-run").count() == 0
     assert page.locator("[class*='st-key-train_curves_']").count() >= 1 or \
         page.locator(".js-plotly-plot").count() >= 2  # the curves as a chart again
