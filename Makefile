@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 PIP := $(PY) -m pip install --disable-pip-version-check --progress-bar off
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: run test bench docs fuzz loadtest browser axe nginx wheel screenshots clean lessons
+.PHONY: run test test-public bench docs fuzz loadtest browser axe nginx wheel screenshots clean lessons
 
 $(APP_STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -61,6 +61,13 @@ $(AXE): tests/js/package.json tests/js/package-lock.json
 
 test: $(STAMP) browser axe nginx
 	$(PY) -m pytest
+
+# Every test that drives a browser (or JupyterLab), on servers and kernels that use none of
+# Streamlit's or plotly's private names (every public fallback of ui/private_api.py and
+# lab/figures/plotly_private.py): what a Streamlit or plotly release without them would run.
+BROWSER_TESTS = $(shell grep -l -e playwright -e "from test_browser import" tests/test_*.py)
+test-public: $(STAMP) browser axe nginx
+	STACKLAB_PUBLIC_API_ONLY=1 $(PY) -m pytest $(BROWSER_TESTS)
 
 bench: $(STAMP)
 	$(PY) bench/run.py

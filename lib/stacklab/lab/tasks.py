@@ -233,9 +233,20 @@ PARTNER_MIXER = dict(vocab=16, preset_template=MIXER, default_seq_len=16,
                      pattern_figure="attention_by_position", pattern_score="partner_attention")
 
 
+# What the three length tasks (addition, copy, selective_copy) share: 16 positions to train
+# on, a position that reads others, and no target to stop at (their longer evaluations are
+# the point).
+LENGTH_TASK = dict(default_seq_len=16, mixing=True, target_accuracy=None)
+
+
 def _partner_task(**fields) -> Task:
     """A partner task: `PARTNER_MIXER` with ``fields`` over it."""
     return Task(**{**PARTNER_MIXER, **fields})
+
+
+def _length_task(**fields) -> Task:
+    """A length task: `LENGTH_TASK` with ``fields`` over it."""
+    return Task(**{**LENGTH_TASK, **fields})
 
 
 TASKS: dict[str, Task] = {task.name: task for task in (
@@ -355,7 +366,7 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         inputs=_copies(fixed=True),
         **COPIES,
     ),
-    Task(
+    _length_task(
         name="addition",
         vocab=14,
         description=("Add two n-digit numbers written lowest digit first, n = (T-3)/3: "
@@ -370,17 +381,14 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         preset_template=ADDER,
         rule=lengths.addition_rule,
         inputs=lengths.addition_inputs,
-        default_seq_len=16,
         classes_for=lambda vocab, T: 10,
         steps=4000,
         lr=1e-3,
-        mixing=True,
-        target_accuracy=None,
         pattern_figure="attention_by_position",
         pattern_score="partner_attention",
         partner=lengths.addition_partner,
     ),
-    Task(
+    _length_task(
         name="copy",
         vocab=lengths.COPY_SYMBOLS + 1,
         description=("A string of T/2 random symbols, then T/2 blanks: each blank outputs the "
@@ -393,16 +401,13 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         preset_template=MIXER,
         rule=lengths.copy_rule,
         inputs=lengths.copy_inputs,
-        default_seq_len=16,
         classes_for=lambda vocab, T: vocab,
         steps=600,
-        mixing=True,
-        target_accuracy=None,
         pattern_figure="attention_by_position",
         pattern_score="partner_attention",
         partner=lengths.copy_partner,
     ),
-    Task(
+    _length_task(
         name="selective_copy",
         vocab=lengths.QUERY + 1,
         description=(f"{lengths.SELECT_COUNT} tokens (1-8) at random places among noise (0), "
@@ -415,11 +420,8 @@ TASKS: dict[str, Task] = {task.name: task for task in (
         preset_template=MIXER,
         rule=lengths.selective_copy_rule,
         inputs=lengths.selective_copy_inputs,
-        default_seq_len=16,
         classes_for=lambda vocab, T: vocab - 1,
         steps=600,
-        mixing=True,
-        target_accuracy=None,
         pattern_score="distance_rank",
     ),
 )}
