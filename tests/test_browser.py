@@ -427,7 +427,7 @@ def test_a_student_opens_the_teachers_share_link_and_sees_the_run_with_nothing_t
     assert student.locator("[data-testid='stCode']").count() == 0
     student.screenshot(path=str(SHOTS / "student_view.png"))
     student.get_by_text("Values on hover").click()  # the interactive chart instead
-    student.locator("[class*='st-key-train_pattern_'] .js-plotly-plot .heatmaplayer").wait_for(
+    student.locator("[class*='st-key-train_pattern_'] .js-plotly-plot .heatmaplayer").first.wait_for(
         timeout=30_000)
     assert picture.count() == 0
     student.get_by_text("Stack (from Build)").click()
@@ -486,7 +486,7 @@ def test_the_projector_view_is_readable_from_the_back_of_the_room(server, browse
 
 def test_a_finished_run_puts_its_heatmap_on_screen_at_1366x768(server, browser):
     page, _ = _trained(browser, server, {**CLASS_LINK, "seed": 82}, size=(1366, 768))
-    heatmap = page.locator("[class*='st-key-train_pattern_'] .js-plotly-plot")
+    heatmap = page.locator("[class*='st-key-train_pattern_'] .js-plotly-plot").first
     heatmap.wait_for(timeout=30_000)
     page.wait_for_timeout(1500)  # the page scrolls it into view once the run has ended
     box = heatmap.bounding_box()

@@ -283,12 +283,16 @@ def test_training_curves_follow_history(modular):
 
 
 def test_a_shared_figure_hands_out_one_dict_until_it_changes(reverse):
+    from stacklab.lab.figures import plotly_private
     from stacklab.lab.figures.style import with_used_template
 
     fresh = figures.training_curves(reverse.history, reverse.train_loss)
     fig = figures.shared(fresh)
     assert isinstance(fig, go.Figure) and fig.to_dict() == fresh.to_dict()
-    assert fig.to_dict() is fig.to_dict()  # no deep copy per page that shows it
+    if plotly_private.WATCHES_CHANGES:
+        assert fig.to_dict() is fig.to_dict()  # no deep copy per page that shows it
+    else:  # the public fallback keeps nothing that a change could leave stale
+        assert fig.to_dict() is not fig.to_dict() and fig.to_dict() == fig.to_dict()
     twin = go.Figure(fresh)
     changes = [lambda f: f.update_layout(title_text="changed"),
                lambda f: setattr(f.layout.title, "text", "set"),

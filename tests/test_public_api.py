@@ -77,7 +77,7 @@ def test_a_run_link_shows_the_shared_run_and_its_interactive_heatmap(server, bro
     picture.wait_for(timeout=30_000)
     assert "Attention by position alone" in picture.get_attribute("alt")
     student.get_by_text("Values on hover").click()  # the prepared chart, the public way
-    student.locator("[class*='st-key-train_pattern_'] .js-plotly-plot .heatmaplayer").wait_for(
+    student.locator("[class*='st-key-train_pattern_'] .js-plotly-plot .heatmaplayer").first.wait_for(
         timeout=30_000)
     assert LOG.read_text().count(f"training run {key}") == 1
     for page in (teacher, student):

@@ -137,7 +137,7 @@ def test_a_watching_page_asks_the_endpoint_runs_no_script_and_switches_at_the_en
     page.locator(".live-run").screenshot(path=str(SHOTS / "train_live.png"))
     page.get_by_text("Status: finished").wait_for(timeout=400_000)
     try:  # the end's rerun draws the charts (plotly's chunk loaded for the first time)
-        page.locator("[class*='st-key-train_pattern_'] .js-plotly-plot").wait_for(
+        page.locator("[class*='st-key-train_pattern_'] .js-plotly-plot").first.wait_for(
             timeout=120_000)
     except Exception:
         page.screenshot(path=str(SHOTS / "train_live_end_failed.png"), full_page=True)
@@ -163,7 +163,7 @@ def test_the_interactive_charts_are_redrawn_as_the_run_moves_on(server, browser)
     page, key = training(browser, server, seed=4104)
     try:
         page.get_by_text(INTERACTIVE).click(timeout=30_000)
-        page.locator("[class*='st-key-train_curves_'] .js-plotly-plot").wait_for(timeout=60_000)
+        page.locator("[class*='st-key-train_curves_'] .js-plotly-plot").first.wait_for(timeout=60_000)
         page.locator(".live-run").wait_for(state="detached", timeout=30_000)  # the charts now
         progress = page.locator("[data-testid='stProgress']").first
 

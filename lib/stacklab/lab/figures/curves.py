@@ -131,14 +131,16 @@ def loss_axis(values: Sequence[float]) -> dict:
                 ticktext=[f"{tick:g}" for tick in ticks])
 
 
+# the training curves' two rows of plots, sharing one step axis
+CURVES_GRID = dict(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                   subplot_titles=("loss", "held-out accuracy"))
+
+
 @functools.cache
 def _curves_grid() -> dict:
-    """The training curves' two rows of plots sharing one step axis, made by make_subplots
-    once: a figure per evaluation of every run the server follows would spend half its
-    time there."""
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=("loss", "held-out accuracy"))
-    return plotly_private.dict_with_grid(fig)
+    """`CURVES_GRID` made by make_subplots once: a figure per evaluation of every run the
+    server follows would spend half its time there."""
+    return plotly_private.dict_with_grid(make_subplots(**CURVES_GRID))
 
 
 CURVE_POINTS = 200  # a curve drawn at most at this many steps: a chart is 300-700 px wide
@@ -200,7 +202,7 @@ def training_curves(history: Sequence[dict], train_loss: Sequence[tuple[int, flo
     layout.update(title={"text": "Training curves"}, height=HEIGHT,
                   legend={"orientation": "h", "y": -0.15})
     spec["data"] = traces
-    return SharedFigure(spec, validate=False)
+    return plotly_private.regridded(SharedFigure(spec, validate=False), CURVES_GRID)
 
 
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")

@@ -79,3 +79,17 @@ def dict_with_grid(figure: go.Figure) -> dict:
     the dict alone; traces then name their axes, as ``xaxis="x2"``)."""
     spec = with_grid(figure)
     return spec if isinstance(spec, dict) else figure.to_dict()
+
+
+def regridded(figure: go.Figure, subplots: dict) -> go.Figure:
+    """``figure``, built from a dict of `dict_with_grid`, with the subplot grid that
+    ``make_subplots(**subplots)`` makes, so that ``row=, col=`` work on it: the dict carried
+    it already, or (the public fallback) plotly's ``set_subplots`` lays it out again and
+    the figure's own layout goes back over the grid's."""
+    if _CARRIES_GRID:
+        return figure
+    layout = figure.layout.to_plotly_json()
+    figure.set_subplots(**subplots)
+    figure.update_layout(layout)
+    return figure
+
