@@ -93,6 +93,29 @@ def test_a_server_whose_cpu_goes_to_polls_widens_them_however_cheap_each_script_
     assert load.interval(1.0) == 2  # 100 x 12 ms in 0.7 of a core: every 1.7 s, so 2
 
 
+def test_the_cpu_before_a_crowd_polls_is_no_polls():
+    """A server's load is made at start-up (its hub): the seconds it spends starting and
+    opening a teacher's pages among a few polls, or in a quiet hour between two classes,
+    are not what a poll costs. (They were: half a second of start-up shared by one poll
+    widened a lesson's 100 students to every 20 s at once, and each missed a move.)"""
+    now, cpu = [0.0], [0.0]
+    load = PollLoad(clock=lambda: now[0], cpu_clock=lambda: cpu[0], floor_seconds=0.004)
+    now[0], cpu[0] = 4.0, 0.5  # starting: one page's poll after half a second of CPU
+    load.polled("teacher", 0.01)
+    now[0], cpu[0] = 60.0, 5.0  # a minute of opening pages, no poll
+    for second in range(3):  # then 100 students ask every second, 2 ms of server CPU each
+        now[0], cpu[0] = 60.0 + second, 5.0 + second * 100 * 0.002
+        for session in range(100):
+            load.polled(f"s{session}", 0.0001, 0.0015)
+            assert load.interval(1.0) == 1.0, (second, session, load.poll_seconds())
+    now[0], cpu[0] = 64.0, 5.0 + 3 * 100 * 0.002
+    load.polled("s0", 0.0001, 0.0015)  # a window the crowd's polls filled: measured
+    assert load.poll_seconds() == pytest.approx(0.002, rel=0.3)
+    now[0], cpu[0] = 4000.0, 60.0  # an hour later, the next class
+    load.polled("s0", 0.0001, 0.0015)
+    assert load.poll_seconds() < 0.01
+
+
 def test_a_widened_interval_is_said_calmly_and_a_normal_one_not_at_all():
     assert load_note(1.0, 1.0, 40) is None
     note = load_note(1.0, 3, 300)

@@ -87,7 +87,11 @@ class PollLoad:
             since, cpu, polls = self._mark
             if now - since >= RATE_SECONDS:
                 spent = self._cpu_clock()
-                self._rate = (spent - cpu) / max(1, self._polls - polls)
+                # the CPU of a window that a crowd's polls filled; in a longer gap (a
+                # server started long before its first poll, a quiet hour), or among a few
+                # polls (a teacher's page while the server starts), the CPU went to other work
+                crowded = self._polls - polls >= CROWD and now - since <= 2 * RATE_SECONDS
+                self._rate = (spent - cpu) / (self._polls - polls) if crowded else 0.0
                 self._mark = (now, spent, self._polls)
 
     def followers(self) -> int:
