@@ -166,7 +166,10 @@ class Hostile(threading.Thread):
         for n in range(HOSTILE_VOTES):
             try:
                 snapshot, _ = self.agent.ask(widget_state=choice(snapshot, options[n % 2]))
-            except (AgentError, OSError):
+            except AgentError as err:  # a closed round's choices are disabled: nothing to send
+                self.answers["refused_closed" if "disabled_widget" in str(err) else "failed"] += 1
+                continue
+            except OSError:
                 self.answers["failed"] += 1
                 continue
             self.answers[answer(texts(snapshot))] += 1
