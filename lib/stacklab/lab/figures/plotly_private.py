@@ -92,4 +92,3 @@ def regridded(figure: go.Figure, subplots: dict) -> go.Figure:
     figure.set_subplots(**subplots)
     figure.update_layout(layout)
     return figure
-
